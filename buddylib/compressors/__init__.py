@@ -1,0 +1,53 @@
+"""Per-entry compressors for 128-byte GPU memory entries (SPEC §2).
+
+Every compressor turns each entry of a buffer into a code length in bits; ``sectors``
+turns that into the 32-byte sectors the Buddy layout stores. The contract is in
+:mod:`buddylib.compressors.abc`; compressors are named by string:
+
+>>> import numpy as np, buddylib
+>>> x = np.arange(32, dtype=np.uint32)          # one entry: the words 0, 1, ..., 31
+>>> buddylib.compressors.bits(x, "bpc32")
+array([15], dtype=uint16)
+>>> buddylib.compressors.sectors(np.zeros(64, np.float32), "bdi")
+array([0, 0], dtype=uint8)
+
+Available: ``bpc32``, ``bpc64`` (Bit-Plane Compression, with a real encoder/decoder),
+``bdi`` (Base-Delta-Immediate), ``fpc`` (Frequent Pattern Compression), ``zvc``
+(zero-value compression); and the whole-allocation references ``zstd`` and ``lz4`` in
+:mod:`buddylib.compressors.reference`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from buddylib.compressors import registry
+from buddylib.compressors.abc import Compressor, sectors_from_bits
+from buddylib.compressors.bdi import BDI
+from buddylib.compressors.bpc import BPC
+from buddylib.compressors.fpc import FPC
+from buddylib.compressors.reference import reference_bytes
+from buddylib.compressors.registry import get, names
+from buddylib.compressors.zvc import ZVC
+
+registry.register("bpc32", BPC, width=32)
+registry.register("bpc64", BPC, width=64)
+registry.register("bdi", BDI)
+registry.register("fpc", FPC)
+registry.register("zvc", ZVC)
+
+
+def bits(data: object, compressor: str = "bpc32") -> np.ndarray:
+    """Compressed size in bits of every 128-byte entry of ``data`` (uint16[E])."""
+    return get(compressor).bits(data)
+
+
+def sectors(data: object, compressor: str = "bpc32", zero_flag: bool = True) -> np.ndarray:
+    """32-byte sectors (0..4) every 128-byte entry of ``data`` occupies (uint8[E])."""
+    return get(compressor).sectors(data, zero_flag=zero_flag)
+
+
+__all__ = [
+    "BDI", "BPC", "FPC", "ZVC", "Compressor", "bits", "get", "names", "reference_bytes",
+    "registry", "sectors", "sectors_from_bits",
+]

@@ -1,0 +1,63 @@
+"""View any buffer as 128-byte memory entries, the unit Buddy Compression works on.
+
+A GPU compresses each 128-byte entry on its own, so every compressor in this package
+takes a ``(E, 128)`` uint8 array. This module is the one place that turns user data
+(numpy arrays of any dtype, ``bytes``, ``memoryview``, anything exposing the buffer
+protocol) into that shape. Memory is read as raw little-endian bytes, exactly as it
+would sit in device memory.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+ENTRY_BYTES = 128
+SECTOR_BYTES = 32
+SECTORS_PER_ENTRY = ENTRY_BYTES // SECTOR_BYTES
+
+
+def as_entries(data: object, *, name: str = "data") -> np.ndarray:
+    """Return ``data``'s bytes as a ``(E, 128)`` uint8 array, zero-padding the tail entry.
+
+    No copy is made when the buffer is C-contiguous and its size is a multiple of 128
+    bytes: the result is a view (read-only if the source is). Otherwise the bytes are
+    copied once into a zero-padded array. ``name`` labels the input in error messages.
+
+    >>> as_entries(np.arange(64, dtype=np.uint32)).shape
+    (2, 128)
+    """
+    if isinstance(data, np.ndarray) and data.ndim == 2 and data.shape[1] == ENTRY_BYTES \
+            and data.dtype == np.uint8 and data.flags.c_contiguous:
+        return data
+    flat = _as_byte_array(data, name)
+    n = flat.size
+    if n % ENTRY_BYTES == 0:
+        return flat.reshape(-1, ENTRY_BYTES)
+    out = np.zeros((n + ENTRY_BYTES - 1) // ENTRY_BYTES * ENTRY_BYTES, dtype=np.uint8)
+    out[:n] = flat
+    return out.reshape(-1, ENTRY_BYTES)
+
+
+def _as_byte_array(data: object, name: str) -> np.ndarray:
+    """Flat uint8 view of ``data``'s memory, copying only if it is not contiguous."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        mv = memoryview(data)
+        if not mv.contiguous:
+            return np.frombuffer(mv.tobytes(), dtype=np.uint8)
+        return np.frombuffer(mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv,
+                             dtype=np.uint8)
+    try:
+        arr = np.asarray(data)
+    except Exception as exc:
+        raise TypeError(f"{name}: cannot read as a buffer ({type(data).__name__}): {exc}") from exc
+    if arr.dtype.hasobject:
+        raise TypeError(f"{name}: dtype {arr.dtype} holds Python objects, not raw memory")
+    if arr.dtype.kind == "U":
+        raise TypeError(f"{name}: dtype {arr.dtype} is a text array, not raw memory")
+    arr = np.ascontiguousarray(arr)
+    return arr.reshape(-1).view(np.uint8)
+
+
+def n_entries(nbytes: int) -> int:
+    """Number of 128-byte entries that hold ``nbytes`` bytes."""
+    return -(-int(nbytes) // ENTRY_BYTES)
