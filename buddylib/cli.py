@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -15,6 +16,107 @@ def _bench(args: argparse.Namespace) -> int:
     print(paths["markdown"].read_text())
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    import json
+
+    from buddylib import analysis, readers
+    from buddylib.snapshot import Snapshot
+
+    shape = _parse_shape(args.shape) if args.shape else None
+    if shape is not None and args.dtype is None:
+        raise ValueError("--shape needs --dtype (it describes a raw dump)")
+    if args.out and Path(args.out).suffix not in (".nc", ".zarr"):
+        raise ValueError(f"--out {args.out}: the result file must end in .nc (netCDF) or .zarr")
+    allocations = []
+    for path in args.paths:
+        prefix = f"{Path(path).name}:" if len(args.paths) > 1 else ""
+        allocations.extend(readers.read(path, dtype=args.dtype, shape=shape, prefix=prefix))
+    snapshot = Snapshot("user", allocations)
+    client = _client(args.scheduler) if args.scheduler else None
+    try:
+        ds = analysis.analyze(snapshot, compressors=args.compressor, thresholds=[args.threshold],
+                              targets=args.targets, policy=args.policy, zero_flag=not args.no_zero_flag,
+                              client=client, progress=None if client is None else True)
+    finally:
+        if client is not None:
+            client.close()
+    table = analysis.allocation_table(ds, compressor=args.compressor[0], threshold=args.threshold)
+    if args.json:
+        print(json.dumps({"compressor": args.compressor[0], "threshold": args.threshold, "policy": args.policy,
+                          "allocations": json.loads(table.drop(index="TOTAL").reset_index().to_json(
+                              orient="records")),
+                          "total": json.loads(table.loc["TOTAL"].to_json())}, indent=1))
+    else:
+        print(_format_table(table))
+        total = table.loc["TOTAL"]
+        print(f"\neffective ratio {total['target']:.3f}x with {args.compressor[0]} "
+              f"(buddy threshold {args.threshold:g}, {args.policy} policy); ideal ratio "
+              f"{total['ideal ' + args.compressor[0]]:.3f}x; device {_human(total['device bytes'])}"
+              f" (incl. metadata), buddy {_human(total['buddy bytes'])} for {_human(total['bytes'])} of data")
+    if args.out:
+        _write_dataset(ds, Path(args.out))
+        print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+def _client(address: str):
+    from distributed import Client
+
+    try:
+        return Client(address, timeout="10s")
+    except (OSError, TimeoutError) as exc:
+        raise ValueError(f"--scheduler {address}: cannot connect to a dask scheduler ({exc})") from exc
+
+
+def _write_dataset(ds, out: Path) -> None:
+    """Write to a temporary name beside ``out`` and move it into place: never half a file."""
+    import shutil
+    import tempfile
+
+    tmpdir = Path(tempfile.mkdtemp(dir=out.parent if str(out.parent) else ".", prefix=f".{out.name}."))
+    tmp = tmpdir / out.name
+    try:
+        if out.suffix == ".zarr":
+            ds.to_zarr(tmp, mode="w", consolidated=False)
+        else:
+            ds.to_netcdf(tmp, engine="netcdf4")
+        if out.is_dir():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n}"
+
+
+def _format_table(table) -> str:
+    t = table.copy()
+    for col in ("bytes", "device bytes", "buddy bytes"):
+        t[col] = [_human(v) for v in t[col]]
+    for col in t.columns:
+        if col.startswith("ideal") or col == "target":
+            t[col] = [f"{v:.3f}" for v in t[col]]
+    t["overflow %"] = [f"{v:.1f}" for v in t["overflow %"]]
+    t = t.rename(columns={"target": "target (TOTAL: effective ratio)"})
+    return t.to_string()
+
+
+def _parse_shape(text: str) -> tuple[int, ...]:
+    try:
+        shape = tuple(int(s) for s in text.replace("x", ",").split(",") if s.strip())
+    except ValueError as exc:
+        raise ValueError(f"--shape {text!r}: expected integers like 64,128") from exc
+    if not shape or any(s < 0 for s in shape):
+        raise ValueError(f"--shape {text!r}: expected non-negative integers like 64,128")
+    return shape
 
 
 def _reproduce(args: argparse.Namespace) -> int:
@@ -38,6 +140,29 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--out", default="reports/bench", help="output folder (default reports/bench)")
     b.set_defaults(func=_bench)
 
+    from buddylib.analysis import DEFAULT_COMPRESSORS
+    from buddylib.layout import DEFAULT_THRESHOLD, POLICIES, TARGETS
+
+    a = sub.add_parser("analyze", help="capacity a GPU would gain on your arrays, per allocation",
+                       description="Read arrays (.npy, .npz, .safetensors, .pt/.pth, zarr, raw dumps "
+                                   "with --dtype), treat each as an allocation, and print its ideal "
+                                   "ratio per compressor, chosen target, overflow and device/buddy bytes.")
+    a.add_argument("paths", nargs="+", metavar="PATH", help="input files or zarr stores")
+    a.add_argument("--compressor", nargs="+", default=list(DEFAULT_COMPRESSORS), metavar="NAME",
+                   help="compressors; the first drives the layout (default: %(default)s)")
+    a.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
+                   help="buddy threshold, the largest accepted overflow fraction (default %(default)s)")
+    a.add_argument("--targets", type=float, nargs="+", default=list(TARGETS), metavar="R",
+                   help="target ratios the policy may choose (default 1 1.333 2 4; 8 and 16 extend)")
+    a.add_argument("--policy", choices=POLICIES, default="profile", help="placement policy (default profile)")
+    a.add_argument("--no-zero-flag", action="store_true", help="all-zero entries take a sector, not 0")
+    a.add_argument("--dtype", help="read every PATH as a raw dump of this numpy dtype (e.g. float32)")
+    a.add_argument("--shape", help="with --dtype: the array shape, e.g. 1024,1024 (checked against the size)")
+    a.add_argument("--out", help="also write the full result Dataset (.nc netCDF or .zarr)")
+    a.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    a.add_argument("--scheduler", metavar="ADDRESS", help="run on an existing dask scheduler (tcp://host:port)")
+    a.set_defaults(func=_analyze)
+
     r = sub.add_parser("reproduce", help="run the main job into reports/ with an index",
                        description="Run every result of the suite at default scale into a "
                                    "reports folder and write its index.")
@@ -60,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except (ValueError, TypeError, OSError) as exc:
-        print(f"buddy {args.command}: error: {exc}", file=sys.stderr)
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        print(f"buddy {args.command}: error: {message}", file=sys.stderr)
         return 2
 
 

@@ -1,0 +1,394 @@
+"""Snapshots → labelled capacity results (xarray), serially or chunk by chunk on dask.
+
+The one expensive step is compressing every entry; its result, per allocation and
+compressor, is a 5-bin **sector histogram** (entries taking 0..4 sectors), optionally
+weighted by accesses. Histograms add over chunks, so the dask path compresses chunks in
+parallel and sums them, giving exactly the serial result. Everything else — ideal ratio,
+overflow per target, the placement policy's choice, device/buddy bytes, effective ratio,
+buddy-access fraction — is derived from the histograms with named dimensions
+(``snapshot, allocation, compressor, threshold, target``) and units in ``attrs``, so
+notebooks only select and plot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numba
+import numpy as np
+import pandas as pd
+import xarray as xr
+from tqdm.auto import tqdm
+
+from buddylib import layout
+from buddylib.compressors import get as get_compressor
+from buddylib.compressors import names as compressor_names
+from buddylib.entries import ENTRY_BYTES, SECTOR_BYTES, SECTORS_PER_ENTRY, _as_byte_array, as_entries
+from buddylib.snapshot import Allocation, Snapshot, snapshot_from_arrays
+
+MiB = 1 << 20
+DEFAULT_COMPRESSORS = ("bpc32", "bpc64", "bdi", "fpc", "zvc")
+CHUNK_BYTES = 64 * MiB
+
+
+def as_snapshots(data: Any) -> list[Snapshot]:
+    """Snapshots from a Snapshot, a list of them, ``{name: array}``, Allocations or one array."""
+    if isinstance(data, Snapshot):
+        return [data]
+    if isinstance(data, Mapping):
+        return [snapshot_from_arrays(data)]
+    if isinstance(data, Sequence) and data and all(isinstance(d, Snapshot) for d in data):
+        return list(data)
+    if isinstance(data, Sequence) and data and all(isinstance(d, Allocation) for d in data):
+        return [Snapshot("user", list(data))]
+    return [snapshot_from_arrays({"data": data})]
+
+
+# ---------------------------------------------------------------------------------------
+# the expensive part: sector histograms
+# ---------------------------------------------------------------------------------------
+
+
+def _hist_of_bytes(flat: np.ndarray, compressors: Sequence[str], zero_flag: bool,
+                   weights: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
+    """(compressors, 2, 5): entry counts and access-weighted counts per sector value."""
+    if threads:
+        numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+    entries = as_entries(flat)
+    out = np.zeros((len(compressors), 2, SECTORS_PER_ENTRY + 1))
+    for i, name in enumerate(compressors):
+        s = get_compressor(name).sectors(entries, zero_flag=zero_flag)
+        out[i, 0] = layout.sector_histogram(s)
+        out[i, 1] = out[i, 0] if weights is None else layout.sector_histogram(s, weights)
+    return out
+
+
+def _hist_of_sectors(sectors: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+    counts = layout.sector_histogram(sectors)
+    return np.stack([counts, counts if weights is None else layout.sector_histogram(sectors, weights)])
+
+
+def _hist_of_file_range(path: str, offset: int, length: int, compressors: Sequence[str], zero_flag: bool,
+                        weights: np.ndarray | None, threads: int | None) -> np.ndarray:
+    """Histogram of ``length`` bytes at ``offset`` of ``path``, read by whoever runs it."""
+    flat = np.memmap(path, dtype=np.uint8, mode="r", offset=offset, shape=(length,))
+    return _hist_of_bytes(flat, compressors, zero_flag, weights, threads)
+
+
+def _chunks(nbytes: int, chunk_bytes: int) -> list[tuple[int, int]]:
+    step = max(ENTRY_BYTES, chunk_bytes // ENTRY_BYTES * ENTRY_BYTES)
+    return [(lo, min(nbytes, lo + step)) for lo in range(0, nbytes, step)]
+
+
+def _weights_slice(weights: np.ndarray | None, lo: int, hi: int) -> np.ndarray | None:
+    if weights is None:
+        return None
+    return weights[lo // ENTRY_BYTES: -(-hi // ENTRY_BYTES)]
+
+
+def sector_histograms(snapshots: Sequence[Snapshot], compressors: Sequence[str] = DEFAULT_COMPRESSORS,
+                      zero_flag: bool = True, access: Mapping[str, np.ndarray] | None = None,
+                      client: Any = None, chunk_bytes: int = CHUNK_BYTES, progress: bool | None = None,
+                      worker_threads: int = 1) -> xr.DataArray:
+    """Entries per sector count: ``(snapshot, allocation, compressor, weighting, sectors)``.
+
+    ``weighting`` is ``entries`` (plain counts) or ``accesses`` (weighted by ``access[name]``,
+    one weight per entry; equal to ``entries`` where no weights are given). With
+    ``client`` (a ``dask.distributed.Client``) or dask-array data, chunks run as dask tasks.
+    """
+    compressors = _check_compressors(compressors)
+    names = _allocation_names(snapshots)
+    index = {n: i for i, n in enumerate(names)}
+    hist = np.zeros((len(snapshots), len(names), len(compressors), 2, SECTORS_PER_ENTRY + 1))
+    access = dict(access or {})
+    jobs: list[tuple[tuple[int, int], Any]] = []  # (snapshot, allocation) -> a task or a result
+    total = sum(a.nbytes for s in snapshots for a in s.allocations)
+    show = progress if progress is not None else total >= 256 * MiB
+    bar = tqdm(total=total, unit="B", unit_scale=True, desc="compress", disable=not show or client is not None)
+    for si, snap in enumerate(snapshots):
+        for alloc in snap.allocations:
+            ai = index[alloc.name]
+            w = _check_weights(alloc, access.get(alloc.name))
+            have = [c for c in compressors if c in alloc.sectors]
+            if len(have) == len(compressors):  # sectors already known (loaded snapshot)
+                for ci, c in enumerate(compressors):
+                    hist[si, ai, ci] = _hist_of_sectors(alloc.sectors[c], w)
+                bar.update(alloc.nbytes)
+                continue
+            if alloc.data is None:
+                raise ValueError(f"allocation {alloc.name!r} has no bytes and no sectors for "
+                                 f"{', '.join(c for c in compressors if c not in have)}")
+            if client is not None or _is_dask(alloc.data):
+                jobs.extend(((si, ai), t) for t in _dask_tasks(alloc, compressors, zero_flag, w, chunk_bytes,
+                                                               worker_threads if client is not None else None))
+                continue
+            flat = _as_byte_array(alloc.data, alloc.name)
+            for lo, hi in _chunks(alloc.nbytes, chunk_bytes):
+                hist[si, ai] += _hist_of_bytes(flat[lo:hi], compressors, zero_flag, _weights_slice(w, lo, hi))
+                bar.update(hi - lo)
+    bar.close()
+    if jobs:
+        for (si, ai), h in zip((k for k, _ in jobs), _run_dask([t for _, t in jobs], client, progress),
+                               strict=True):
+            hist[si, ai] += h
+    return xr.DataArray(
+        hist, dims=("snapshot", "allocation", "compressor", "weighting", "sectors"),
+        coords={"snapshot": np.arange(len(snapshots)), "allocation": names, "compressor": list(compressors),
+                "weighting": ["entries", "accesses"], "sectors": layout.SECTOR_VALUES},
+        name="sector_count", attrs={"units": "entries", "description": "entries per sector count"})
+
+
+def _is_dask(x: Any) -> bool:
+    return type(x).__module__.startswith("dask")
+
+
+def _dask_tasks(alloc: Allocation, compressors: Sequence[str], zero_flag: bool, w: np.ndarray | None,
+                chunk_bytes: int, threads: int | None) -> list[Any]:
+    import dask
+
+    hist = dask.delayed(_hist_of_bytes, pure=True)
+    if alloc.source is not None:
+        path, offset = alloc.source
+        from_file = dask.delayed(_hist_of_file_range, pure=True)
+        return [from_file(path, offset + lo, hi - lo, tuple(compressors), zero_flag, _weights_slice(w, lo, hi),
+                          threads) for lo, hi in _chunks(alloc.nbytes, chunk_bytes)]
+    if _is_dask(alloc.data):
+        x = alloc.data.reshape(-1)
+        per = int(np.lcm(x.dtype.itemsize, ENTRY_BYTES)) // x.dtype.itemsize
+        elems = max(per, chunk_bytes // x.dtype.itemsize // per * per)
+        blocks = x.rechunk(elems).to_delayed().ravel()
+        out, lo = [], 0
+        for b, n in zip(blocks, x.rechunk(elems).chunks[0], strict=True):
+            hi = lo + n * x.dtype.itemsize
+            out.append(hist(dask.delayed(_as_bytes_task)(b), tuple(compressors), zero_flag,
+                            _weights_slice(w, lo, hi), threads))
+            lo = hi
+        return out
+    flat = _as_byte_array(alloc.data, alloc.name)
+    return [hist(flat[lo:hi], tuple(compressors), zero_flag, _weights_slice(w, lo, hi), threads)
+            for lo, hi in _chunks(alloc.nbytes, chunk_bytes)]
+
+
+def _as_bytes_task(block: np.ndarray) -> np.ndarray:
+    return _as_byte_array(block, "block")
+
+
+def _run_dask(tasks: list[Any], client: Any, progress: bool | None) -> list[np.ndarray]:
+    import dask
+
+    if client is None:
+        return list(dask.compute(*tasks))
+    futures = client.compute(tasks)
+    if progress:
+        from distributed import as_completed
+
+        for _ in tqdm(as_completed(futures), total=len(futures), desc="compress (dask)", unit="chunk"):
+            pass
+    return client.gather(futures)
+
+
+def _allocation_names(snapshots: Sequence[Snapshot]) -> list[str]:
+    names: dict[str, None] = {}
+    for s in snapshots:
+        for a in s.allocations:
+            names.setdefault(a.name, None)
+    return list(names)
+
+
+def _check_compressors(compressors: Sequence[str] | str) -> list[str]:
+    compressors = [compressors] if isinstance(compressors, str) else list(compressors)
+    if not compressors:
+        raise ValueError("compressors: at least one is needed; available: " + ", ".join(compressor_names()))
+    for c in compressors:
+        if c not in compressor_names():
+            raise ValueError(f"unknown compressor {c!r}; available: {', '.join(compressor_names())}")
+    return compressors
+
+
+def _check_weights(alloc: Allocation, w: np.ndarray | None) -> np.ndarray | None:
+    if w is None:
+        return None
+    w = np.asarray(w, dtype=float).reshape(-1)
+    if w.size != alloc.n_entries:
+        raise ValueError(f"access weights for {alloc.name!r}: {w.size} values for {alloc.n_entries} entries")
+    if not np.all(np.isfinite(w)) or (w < 0).any():
+        raise ValueError(f"access weights for {alloc.name!r} must be finite and >= 0")
+    return w
+
+
+# ---------------------------------------------------------------------------------------
+# the cheap part: layout and policy on histograms
+# ---------------------------------------------------------------------------------------
+
+
+def analyze(data: Any, compressors: Sequence[str] = DEFAULT_COMPRESSORS,
+            thresholds: Sequence[float] | float = layout.DEFAULT_THRESHOLD,
+            targets: Sequence[float] = layout.TARGETS, policy: str = "profile", zero_flag: bool = True,
+            access: Mapping[str, np.ndarray] | None = None, client: Any = None,
+            chunk_bytes: int = CHUNK_BYTES, progress: bool | None = None, worker_threads: int = 1
+            ) -> xr.Dataset:
+    """Buddy Compression capacity results for ``data`` (SPEC §3) as an ``xarray.Dataset``.
+
+    ``data``: a Snapshot or list of them (a run), ``{name: array}``, or one array.
+    ``policy``: ``profile`` (per allocation, the most aggressive target whose overflow
+    fraction stays <= threshold in every snapshot), ``global`` (one target for all
+    allocations, chosen the same way on their total) or ``oracle`` (per allocation and
+    snapshot, knowing that snapshot: an upper bound).
+
+    >>> import numpy as np
+    >>> ds = analyze({"x": np.zeros(1024, np.float32), "y": np.arange(1024, dtype=np.int32)},
+    ...              compressors=["bpc32"])
+    >>> float(ds.effective_ratio.sel(compressor="bpc32", threshold=0.3).item())
+    3.764705882352941
+    """
+    compressors = _check_compressors(compressors)
+    thresholds = layout.check_threshold(thresholds)
+    targets = layout.check_targets(targets)
+    if policy not in layout.POLICIES:
+        raise ValueError(f"unknown policy {policy!r}; available: {', '.join(layout.POLICIES)}")
+    snapshots = as_snapshots(data)
+    hist = sector_histograms(snapshots, compressors, zero_flag, access, client, chunk_bytes, progress,
+                             worker_threads)
+    return summarize(hist, snapshots, thresholds, targets, policy, zero_flag)
+
+
+def summarize(hist: xr.DataArray, snapshots: Sequence[Snapshot], thresholds: np.ndarray, targets: np.ndarray,
+              policy: str = "profile", zero_flag: bool = True) -> xr.Dataset:
+    """All capacity results derived from sector histograms (see :func:`analyze`)."""
+    names = list(hist.allocation.values)
+    meta = _allocation_table(snapshots, names)
+    counts = hist.sel(weighting="entries", drop=True).astype(np.int64)
+    n_entries = counts.sum("sectors")
+    nbytes = meta["nbytes"]
+    stored = (counts * hist.sectors).sum("sectors") * SECTOR_BYTES
+
+    h = counts.values  # (S, A, C, 5)
+    overflow_t = xr.DataArray(layout.overflow_fraction(h[..., None, :], targets),
+                              dims=(*counts.dims[:-1], "target"),
+                              coords={**{k: counts.coords[k] for k in counts.dims[:-1]}, "target": targets})
+    chosen = np.empty((*h.shape[:3], thresholds.size))
+    for ti, t in enumerate(thresholds):
+        if policy == "profile":  # per allocation, over all snapshots
+            chosen[..., ti] = np.broadcast_to(layout.choose_target(np.moveaxis(h, 0, 2), t, targets)[None],
+                                              h.shape[:3])
+        elif policy == "global":  # one target for all allocations, on their total
+            g = layout.choose_target(np.moveaxis(h.sum(1), 0, 1), t, targets)  # (C,)
+            chosen[..., ti] = np.broadcast_to(g[None, None, :], h.shape[:3])
+        else:  # oracle: each snapshot on its own
+            chosen[..., ti] = layout.choose_target(h[..., None, :], t, targets)
+    dims4 = ("snapshot", "allocation", "compressor", "threshold")
+    coords = {"snapshot": hist.snapshot.values, "allocation": names, "compressor": hist.compressor.values,
+              "threshold": thresholds, "target": targets}
+    chosen_da = xr.DataArray(chosen, dims=dims4, coords={k: coords[k] for k in dims4})
+    present = n_entries > 0
+    chosen_da = chosen_da.where(present)
+
+    hw = hist.values  # (S, A, C, 2, 5)
+    over = np.empty((*h.shape[:3], thresholds.size, 2))
+    link = np.empty((*h.shape[:3], thresholds.size))
+    for ti in range(thresholds.size):
+        r = np.nan_to_num(chosen_da.values[..., ti], nan=1.0)
+        mask = layout.overflows(r)  # (S, A, C, 5)
+        over[..., ti, :] = (hw * mask[..., None, :]).sum(-1)
+        link[..., ti] = layout.overflow_bytes(h, r)
+    overflow_entries = xr.DataArray(over[..., 0], dims=dims4, coords=chosen_da.coords)
+    overflow_access = xr.DataArray(over[..., 1], dims=dims4, coords=chosen_da.coords)
+    accesses = hist.sel(weighting="accesses", drop=True).sum("sectors")
+
+    device = (n_entries * (ENTRY_BYTES / chosen_da)).fillna(0)
+    buddy = (n_entries * (ENTRY_BYTES - (ENTRY_BYTES / chosen_da))).fillna(0)
+    metadata = n_entries * layout.METADATA_BITS_PER_ENTRY / 8
+    total_bytes = nbytes.sum("allocation")
+
+    def ratio(num: xr.DataArray, den: xr.DataArray) -> xr.DataArray:
+        """num / den; inf where only den is 0 (all-zero data), NaN where both are (absent)."""
+        out = (num / den.where(den > 0)).astype(float)
+        return out.where((den > 0) | (num == 0), np.inf)
+
+    variables = {
+        "allocation_bytes": (nbytes, "bytes", "size of the allocation (0 where absent from the snapshot)"),
+        "entries": (n_entries.isel(compressor=0, drop=True), "entries", "128-byte entries (tail zero-padded)"),
+        "sector_count": (counts, "entries", "entries per compressed size in 32-byte sectors"),
+        "ideal_ratio": (ratio(nbytes, stored), "1",
+                        "bytes / (32 B x sectors): capacity gain without placement constraints"),
+        "overflow_fraction": (overflow_t, "1", "share of entries exceeding the device share at each target"),
+        "chosen_target": (chosen_da, "1", f"target compression ratio chosen by the {policy} policy"),
+        "overflow": (ratio(overflow_entries, n_entries), "1",
+                     "share of entries that overflow to buddy memory at the chosen target"),
+        "device_bytes": (device, "bytes", "device memory reserved: entries x 128 B / target"),
+        "buddy_bytes": (buddy, "bytes", "buddy memory reserved: entries x (128 B - 128 B / target)"),
+        "buddy_bytes_used": (xr.DataArray(link, dims=dims4, coords=chosen_da.coords), "bytes",
+                             "bytes actually stored in buddy memory (overflowing sectors)"),
+        "metadata_bytes": (metadata.isel(compressor=0, drop=True), "bytes",
+                           "device memory for 4-bit per-entry metadata"),
+        "effective_ratio": (ratio(total_bytes, device.sum("allocation")
+                                  + metadata.isel(compressor=0, drop=True).sum("allocation")), "1",
+                            "capacity expansion: bytes / (device bytes + metadata bytes)"),
+        "ideal_ratio_total": (ratio(total_bytes, stored.sum("allocation")), "1",
+                              "snapshot bytes / (32 B x all sectors)"),
+        "buddy_access_fraction": (ratio(overflow_access.sum("allocation"), accesses.sum("allocation")), "1",
+                                  "share of accesses (of entries, without an access profile) that hit "
+                                  "overflowing entries"),
+    }
+    ds = xr.Dataset()
+    for name, (da, units, desc) in variables.items():
+        da = da.drop_vars("weighting", errors="ignore") if isinstance(da, xr.DataArray) else da
+        ds[name] = da
+        ds[name].attrs.update(units=units, description=desc)
+    ds = ds.assign_coords(kind=("allocation", meta["kind"]), dtype=("allocation", meta["dtype"]),
+                          step=("snapshot", [int(s.step) for s in snapshots]),
+                          workload=("snapshot", [s.workload for s in snapshots]))
+    ds.threshold.attrs.update(units="1", description="buddy threshold: largest accepted overflow fraction")
+    ds.target.attrs.update(units="1", description="target compression ratio r (device share 128/r bytes)")
+    ds.attrs.update(policy=policy, zero_flag=int(zero_flag), entry_bytes=ENTRY_BYTES, sector_bytes=SECTOR_BYTES,
+                    metadata_bits_per_entry=layout.METADATA_BITS_PER_ENTRY,
+                    source="buddylib.analysis.analyze (SPEC §3)")
+    return ds
+
+
+def _allocation_table(snapshots: Sequence[Snapshot], names: list[str]) -> dict[str, Any]:
+    nbytes = np.zeros((len(snapshots), len(names)), dtype=np.int64)
+    kind = dict.fromkeys(names, "other")
+    dtype = dict.fromkeys(names, "")
+    index = {n: i for i, n in enumerate(names)}
+    for si, s in enumerate(snapshots):
+        for a in s.allocations:
+            nbytes[si, index[a.name]] = a.nbytes
+            kind[a.name], dtype[a.name] = a.kind, a.dtype
+    return {"nbytes": xr.DataArray(nbytes, dims=("snapshot", "allocation"),
+                                   coords={"snapshot": np.arange(len(snapshots)), "allocation": names}),
+            "kind": [kind[n] for n in names], "dtype": [dtype[n] for n in names]}
+
+
+def allocation_table(ds: xr.Dataset, compressor: str | None = None, threshold: float | None = None,
+                     snapshot: int = -1) -> pd.DataFrame:
+    """One row per allocation of one snapshot, and a ``TOTAL`` row: what ``buddy analyze`` prints.
+
+    Columns: kind, dtype, bytes, ideal ratio per compressor, and for ``compressor`` at
+    ``threshold``: chosen target, overflow (%), device bytes, buddy bytes. The total row's
+    target column holds the effective ratio of the whole snapshot.
+    """
+    compressor = compressor or str(ds.compressor.values[0])
+    threshold = float(ds.threshold.values[0]) if threshold is None else threshold
+    s = ds.isel(snapshot=snapshot)
+    s = s.isel(allocation=np.flatnonzero(s.allocation_bytes.values > 0))
+    at = {"compressor": compressor, "threshold": threshold}
+    table = pd.DataFrame({"kind": s.kind.values, "dtype": s.dtype.values, "bytes": s.allocation_bytes.values},
+                         index=pd.Index(s.allocation.values, name="allocation"))
+    for c in s.compressor.values:
+        table[f"ideal {c}"] = s.ideal_ratio.sel(compressor=c).values
+    table["target"] = s.chosen_target.sel(**at).values
+    table["overflow %"] = 100 * s.overflow.sel(**at).values
+    table["device bytes"] = s.device_bytes.sel(**at).values
+    table["buddy bytes"] = s.buddy_bytes.sel(**at).values
+    total = {"kind": "", "dtype": "", "bytes": int(s.allocation_bytes.sum())}
+    for c in s.compressor.values:
+        total[f"ideal {c}"] = float(s.ideal_ratio_total.sel(compressor=c))
+    total["target"] = float(s.effective_ratio.sel(**at))
+    entries = s.entries.sum()
+    total["overflow %"] = float(100 * (s.overflow.sel(**at) * s.entries).sum() / entries) if entries else 0.0
+    total["device bytes"] = float(s.device_bytes.sel(**at).sum() + s.metadata_bytes.sum())
+    total["buddy bytes"] = float(s.buddy_bytes.sel(**at).sum())
+    table.loc["TOTAL"] = pd.Series(total)
+    return table

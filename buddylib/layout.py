@@ -1,0 +1,123 @@
+"""The Buddy layout and placement policy (SPEC §3), on per-allocation sector histograms.
+
+An allocation compressed to target ratio ``r`` keeps a device share of ``128 / r`` bytes
+of every 128-byte entry; the rest of the entry has a fixed, pre-reserved slot in buddy
+memory. An entry whose compressed sectors exceed the device share overflows to buddy
+memory. Everything here depends on an allocation's entries only through how many of
+them take 0, 1, 2, 3 or 4 sectors, so the layout works on that 5-bin **sector
+histogram**: it is small, exact, and additive over chunks, snapshots and dask workers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from buddylib.entries import ENTRY_BYTES, SECTOR_BYTES, SECTORS_PER_ENTRY
+
+#: The paper's target compression ratios (device share 4, 3, 2, 1 sectors).
+TARGETS: tuple[float, ...] = (1.0, 4 / 3, 2.0, 4.0)
+#: Beyond the paper: 16-byte and 8-byte device shares.
+EXTENDED_TARGETS: tuple[float, ...] = (*TARGETS, 8.0, 16.0)
+#: Per-entry metadata: 4 bits (the sector count and flags), kept in device memory.
+METADATA_BITS_PER_ENTRY = 4
+#: Default buddy threshold: the largest overflow fraction the profiling policy accepts.
+DEFAULT_THRESHOLD = 0.3
+POLICIES = ("profile", "global", "oracle")
+SECTOR_VALUES = np.arange(SECTORS_PER_ENTRY + 1)
+
+
+def check_targets(targets: Sequence[float] | float) -> np.ndarray:
+    """Targets as a sorted float array; ``ValueError`` names any unsupported one."""
+    arr = np.atleast_1d(np.asarray(targets, dtype=float))
+    if arr.size == 0:
+        raise ValueError("targets: at least one target ratio is needed")
+    for t in arr:
+        if not np.any(np.isclose(t, EXTENDED_TARGETS)):
+            raise ValueError(f"target {t:g} is not supported; choose from "
+                             + ", ".join(f"{x:.4g}" for x in EXTENDED_TARGETS))
+    return np.array(sorted({float(np.asarray(EXTENDED_TARGETS)[np.isclose(t, EXTENDED_TARGETS)][0])
+                            for t in arr}))
+
+
+def check_threshold(threshold: Sequence[float] | float) -> np.ndarray:
+    """Buddy thresholds as a float array; ``ValueError`` if any is outside [0, 1]."""
+    arr = np.atleast_1d(np.asarray(threshold, dtype=float))
+    bad = arr[~((arr >= 0) & (arr <= 1))]
+    if bad.size:
+        raise ValueError(f"buddy threshold {bad[0]:g} is outside [0, 1] (a fraction of entries)")
+    return arr
+
+
+def device_share_bytes(target: float | np.ndarray) -> np.ndarray:
+    """Bytes of each entry kept in device memory at target ``r``: 128 / r."""
+    return ENTRY_BYTES / np.asarray(target, dtype=float)
+
+
+def sector_histogram(sectors: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """Entries (or access weights) per sector count 0..4: an int64 (or float) array of 5."""
+    s = np.asarray(sectors)
+    if s.size and int(s.max()) > SECTORS_PER_ENTRY:
+        raise ValueError(f"sector counts must be 0..{SECTORS_PER_ENTRY}, found {int(s.max())}")
+    h = np.bincount(s.reshape(-1), weights=None if weights is None else np.asarray(weights).reshape(-1),
+                    minlength=SECTORS_PER_ENTRY + 1)
+    return h if weights is not None else h.astype(np.int64)
+
+
+def overflows(target: float | np.ndarray) -> np.ndarray:
+    """Boolean mask over sector counts 0..4 (last axis) of those that overflow at ``target``."""
+    share = device_share_bytes(target)
+    return SECTOR_BYTES * SECTOR_VALUES > np.expand_dims(share, -1) + 1e-9
+
+
+def overflow_fraction(hist: np.ndarray, target: float | np.ndarray) -> np.ndarray:
+    """Share of entries that overflow at each target; ``hist`` has the 5 sector bins last.
+
+    Broadcasts: ``hist[..., 5]`` against ``target[...]`` (add axes to sweep both).
+    """
+    hist = np.asarray(hist, dtype=float)
+    total = hist.sum(-1)
+    over = (hist * overflows(target)).sum(-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, over / np.where(total > 0, total, 1), 0.0)
+
+
+def overflow_bytes(hist: np.ndarray, target: float | np.ndarray) -> np.ndarray:
+    """Bytes that live in buddy memory: each overflowing entry's sectors beyond the share."""
+    share = device_share_bytes(target)
+    excess = np.maximum(SECTOR_BYTES * SECTOR_VALUES - np.expand_dims(share, -1), 0)
+    return (np.asarray(hist, dtype=float) * excess).sum(-1)
+
+
+def choose_target(hist: np.ndarray, threshold: float, targets: Sequence[float] = TARGETS) -> np.ndarray:
+    """The most aggressive target whose overflow fraction stays <= ``threshold``.
+
+    ``hist[..., n_profiles, 5]``: the condition must hold in every profiled histogram
+    (snapshots), as the profiling policy demands. Target 1 (no compression) always
+    qualifies, so every allocation gets a target.
+    """
+    targets = check_targets(targets)
+    threshold = float(check_threshold(threshold)[0])
+    h = np.asarray(hist)
+    frac = overflow_fraction(h[..., None, :], targets)  # (..., n_profiles, targets)
+    worst = frac.max(axis=-2)  # (..., targets)
+    ok = worst <= threshold + 1e-12
+    ok[..., np.isclose(targets, 1.0)] = True
+    idx = np.where(ok, np.arange(targets.size), -1).max(axis=-1)
+    return targets[idx]
+
+
+def device_bytes(n_entries: np.ndarray | int, target: np.ndarray | float) -> np.ndarray:
+    """Device bytes reserved for ``n_entries`` at ``target``: E x 128 / r."""
+    return np.asarray(n_entries, dtype=float) * device_share_bytes(target)
+
+
+def buddy_bytes(n_entries: np.ndarray | int, target: np.ndarray | float) -> np.ndarray:
+    """Buddy-memory bytes reserved for ``n_entries`` at ``target``: E x (128 - 128 / r)."""
+    return np.asarray(n_entries, dtype=float) * (ENTRY_BYTES - device_share_bytes(target))
+
+
+def metadata_bytes(n_entries: np.ndarray | int) -> np.ndarray:
+    """Device bytes of per-entry metadata: 4 bits per entry (0.39% of capacity)."""
+    return np.asarray(n_entries, dtype=float) * METADATA_BITS_PER_ENTRY / 8
