@@ -35,7 +35,7 @@ def make_data(kind: str, nbytes: int, seed: int = 0) -> np.ndarray:
         return relu_feature_maps(nbytes // 4, rng)
     if kind == "smooth":  # a smooth 3-D float64 field, as an HPC stencil code holds
         n = nbytes // 8
-        nz = max(1, n // (256 * 256))
+        nz = max(1, -(-n // (256 * 256)))
         z = np.linspace(0, 1, nz)[:, None, None]
         y = np.linspace(0, 1, 256)[None, :, None]
         x = np.linspace(0, 1, 256)[None, None, :]
@@ -234,3 +234,66 @@ def plot(df: pd.DataFrame, out: Path) -> dict[str, Path]:
         fig.savefig(paths[ext], dpi=120)
     plt.close(fig)
     return paths
+
+
+def write_mixed(path: Path, nbytes: int, seed: int = 0) -> Path:
+    """A file of ``nbytes`` holding one tensor per data kind (.safetensors or .npy)."""
+    per = nbytes // len(KINDS) // 128 * 128
+    if path.suffix == ".safetensors":
+        from safetensors.numpy import save_file
+
+        save_file({kind: make_data(kind, per, seed) for kind in KINDS}, str(path))
+        return path
+    from numpy.lib.format import open_memmap
+
+    out = open_memmap(path, mode="w+", dtype=np.uint8, shape=(per * len(KINDS),))
+    for i, kind in enumerate(KINDS):
+        out[i * per:(i + 1) * per] = make_data(kind, per, seed).view(np.uint8)
+    out.flush()
+    del out
+    return path
+
+
+def run_analyze(workdir: Path, gib: float = 1.0, progress: bool = True) -> pd.DataFrame:
+    """Wall time of ``buddy analyze`` (a fresh process, all five compressors) on a file."""
+    import subprocess
+    import sys
+
+    rows = []
+    for suffix in (".safetensors", ".npy"):
+        path = write_mixed(workdir / f"analyze{suffix}", int(gib * (1 << 30)))
+        cmd = [sys.executable, "-m", "buddylib.cli", "analyze", str(path), "--json"]
+        subprocess.run(cmd, check=True, capture_output=True)  # warm the page cache and numba's cache
+        t = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True)
+        rows.append({"what": f"buddy analyze {suffix} (5 compressors)", "bytes": path.stat().st_size,
+                     "workers": 1, "seconds": time.perf_counter() - t})
+        path.unlink()
+    return pd.DataFrame(rows)
+
+
+def run_dask(workdir: Path, gib: float = 2.0, workers: tuple[int, ...] = (1, 2)) -> pd.DataFrame:
+    """analyze() on a file through dask LocalClusters of 1 and 2 single-threaded workers."""
+    from distributed import Client, LocalCluster
+
+    from buddylib import readers
+    from buddylib.analysis import analyze
+
+    path = write_mixed(workdir / "dask.npy", int(gib * (1 << 30)))
+    allocations = readers.read(path)
+    rows, results = [], []
+    for n in workers:
+        with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+                Client(cluster) as client:
+            analyze({"warm-up": np.arange(1 << 16)}, client=client)  # load numba's cache in each worker
+            t = time.perf_counter()
+            results.append(analyze(allocations, client=client, progress=False))
+            rows.append({"what": "analyze on dask (5 compressors)", "bytes": path.stat().st_size, "workers": n,
+                         "seconds": time.perf_counter() - t})
+    path.unlink()
+    for r in results[1:]:
+        if not r.identical(results[0]):
+            raise AssertionError("dask results differ between cluster sizes")
+    df = pd.DataFrame(rows)
+    df["speedup"] = df["seconds"].iloc[0] / df["seconds"]
+    return df
