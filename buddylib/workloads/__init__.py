@@ -1,0 +1,41 @@
+"""Workloads: real computations that record GPU-memory snapshots and access profiles (SPEC §5).
+
+>>> from buddylib import workloads
+>>> run = workloads.get("ostencil").run("quick", seed=0)
+>>> len(run.snapshots) >= 8
+True
+"""
+
+from __future__ import annotations
+
+from buddylib.workloads.base import SCALES, Access, AccessProfile, Kernel, Run, Workload, footprint_bytes
+
+_REGISTRY: dict[str, type[Workload]] = {}
+
+
+def register(cls: type[Workload]) -> type[Workload]:
+    """Class decorator: make ``cls`` available by its ``name``."""
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def get(name: str) -> Workload:
+    """A new instance of the workload registered as ``name``."""
+    _load()
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown workload {name!r}; available: {', '.join(names())}")
+    return _REGISTRY[name]()
+
+
+def names() -> list[str]:
+    """Names of all registered workloads, sorted."""
+    _load()
+    return sorted(_REGISTRY)
+
+
+def _load() -> None:
+    import buddylib.workloads.hpc  # noqa: F401 - registers the HPC proxies
+
+
+__all__ = ["SCALES", "Access", "AccessProfile", "Kernel", "Run", "Workload", "footprint_bytes", "get", "names",
+           "register"]

@@ -1,0 +1,213 @@
+"""What a workload is: a real computation that records snapshots and an access profile.
+
+Compressibility comes from data structures (CSR index arrays, flag fields, halo-padded
+grids, zero-initialised wavefields, random-number buffers) and how they evolve, so a
+workload runs the real algorithm and, at several points of its run, records every live
+allocation a GPU port would hold (a :class:`~buddylib.snapshot.Snapshot`). It also
+describes one representative iteration as an :class:`AccessProfile` — the kernels in
+order, what each reads and writes, how (stream, strided, gather, random) and how much
+arithmetic — so the timing model can replay it.
+
+A workload subclass implements ``setup`` (allocate and initialise for a footprint),
+``step`` (one iteration), ``allocations`` (what is live now) and ``profile``; the base
+class runs it, takes the snapshots and compresses them as it goes.
+"""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from buddylib.snapshot import Allocation, Snapshot
+
+MB = 1 << 20
+#: Footprint of each named scale, bytes. "quick" is for tests (<= 4 MB, <= 2 s).
+SCALES = {"quick": 3 * MB, "default": 128 * MB, "large": 1024 * MB}
+PATTERNS = ("stream", "strided", "gather", "random")
+MODES = ("read", "write", "readwrite")
+ALL_COMPRESSORS = ("bpc32", "bpc64", "bdi", "fpc", "zvc")
+
+
+def footprint_bytes(scale: str | float) -> int:
+    """Bytes for a named scale, or ``scale`` MiB when it is a number ("whatever the user asks")."""
+    if isinstance(scale, str):
+        if scale in SCALES:
+            return SCALES[scale]
+        try:
+            scale = float(scale)
+        except ValueError:
+            raise ValueError(f"scale {scale!r}: use one of {', '.join(SCALES)} or a footprint in MiB") from None
+    if not scale > 0:
+        raise ValueError(f"scale {scale!r}: a footprint must be a positive number of MiB")
+    return int(float(scale) * MB)
+
+
+@dataclass(frozen=True)
+class Access:
+    """How a kernel touches one allocation.
+
+    ``fraction``: share of the allocation's bytes touched; ``passes``: times those bytes
+    move between memory and the chip (after caching); ``stride`` (elements) for strided;
+    ``index`` names the index allocation that drives a gather.
+    """
+
+    allocation: str
+    mode: str = "read"
+    pattern: str = "stream"
+    fraction: float = 1.0
+    passes: float = 1.0
+    stride: int = 1
+    index: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"access to {self.allocation!r}: mode {self.mode!r} is not one of {MODES}")
+        if self.pattern not in PATTERNS:
+            raise ValueError(f"access to {self.allocation!r}: pattern {self.pattern!r} is not one of {PATTERNS}")
+        if not 0 < self.fraction <= 1:
+            raise ValueError(f"access to {self.allocation!r}: fraction {self.fraction} is outside (0, 1]")
+        if (self.pattern == "gather") != (self.index is not None):
+            raise ValueError(f"access to {self.allocation!r}: a gather names its index allocation, nothing else does")
+
+
+@dataclass
+class Kernel:
+    """One kernel launch of an iteration: its accesses and its arithmetic (FLOPs)."""
+
+    name: str
+    accesses: list[Access]
+    flops: float
+
+
+@dataclass
+class AccessProfile:
+    """The kernels of one representative iteration, in order."""
+
+    workload: str
+    kernels: list[Kernel]
+
+    def validate(self, allocations: Sequence[str]) -> AccessProfile:
+        """Every access names a live allocation (and gathers a live index array)."""
+        names = set(allocations)
+        for k in self.kernels:
+            for a in k.accesses:
+                for n in (a.allocation, a.index):
+                    if n is not None and n not in names:
+                        raise ValueError(f"{self.workload}: kernel {k.name!r} accesses {n!r}, not a live allocation")
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"workload": self.workload, "kernels": [asdict(k) for k in self.kernels]}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> AccessProfile:
+        return cls(d["workload"], [Kernel(k["name"], [Access(**a) for a in k["accesses"]], k["flops"])
+                                   for k in d["kernels"]])
+
+
+@dataclass
+class Run:
+    """A finished run: its snapshots, access profile, index arrays, digest and timings."""
+
+    workload: Workload
+    snapshots: list[Snapshot]
+    profile: AccessProfile
+    scale: str | float
+    seed: int
+    index_arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    digest: str = ""
+    seconds: float = 0.0
+
+    @property
+    def footprint(self) -> int:
+        """Largest snapshot, bytes."""
+        return max(s.nbytes for s in self.snapshots)
+
+    def save(self, folder: str | Path) -> Path:
+        """Snapshots (netCDF), access profile (JSON) and gather index arrays (npz) in ``folder``."""
+        from buddylib import snapshot
+
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        stem = folder / f"{self.workload.name}-{self.scale}-s{self.seed}"
+        compressors = sorted(set.intersection(*(set(a.sectors) for s in self.snapshots for a in s.allocations)))
+        snapshot.save(self.snapshots, stem.with_suffix(".nc"), compressors=compressors)
+        stem.with_suffix(".profile.json").write_text(json.dumps(
+            {**self.profile.to_dict(), "scale": self.scale, "seed": self.seed, "digest": self.digest,
+             "seconds": self.seconds}, indent=1))
+        if self.index_arrays:
+            np.savez(stem.with_suffix(".index.npz"), **self.index_arrays)
+        return stem.with_suffix(".nc")
+
+
+class Workload(abc.ABC):
+    """A real computation that a GPU would run; subclasses fill in the four methods."""
+
+    name: ClassVar[str]
+    #: What it stands for in the paper's set, e.g. "SPEC ACCEL 303.ostencil".
+    proxies: ClassVar[str]
+    #: Iterations of a run; ``setup`` may change it with the footprint.
+    n_steps: int = 100
+
+    @abc.abstractmethod
+    def setup(self, footprint: int, rng: np.random.Generator) -> None:
+        """Allocate and initialise the state for about ``footprint`` bytes of allocations."""
+
+    @abc.abstractmethod
+    def step(self) -> None:
+        """Advance one iteration."""
+
+    @abc.abstractmethod
+    def allocations(self) -> dict[str, tuple[np.ndarray, str]]:
+        """Every live allocation a GPU port would hold now: ``{name: (array, kind)}``."""
+
+    @abc.abstractmethod
+    def profile(self) -> AccessProfile:
+        """The kernels of one representative iteration."""
+
+    def run(self, scale: str | float = "quick", seed: int = 0, n_snapshots: int = 8,
+            compressors: Sequence[str] = ALL_COMPRESSORS, keep_bytes: bool = False,
+            progress: bool | None = None) -> Run:
+        """Run from the start to ``n_steps``, snapshotting at ``n_snapshots`` evenly spread steps.
+
+        Each snapshot's allocations are compressed as they are taken (``compressors``), so a
+        run's memory stays that of the workload; ``keep_bytes`` also keeps copies of the bytes.
+        """
+        from buddylib.compressors import sectors
+
+        if n_snapshots < 2:
+            raise ValueError(f"n_snapshots {n_snapshots}: at least the start and the end are recorded")
+        t0 = time.perf_counter()
+        rng = np.random.default_rng(seed)
+        self.setup(footprint_bytes(scale), rng)
+        when = set(np.unique(np.linspace(0, self.n_steps, n_snapshots).round().astype(int)).tolist())
+        digest = hashlib.sha256()
+        snapshots = []
+        show = progress if progress is not None else footprint_bytes(scale) > SCALES["quick"]
+        for i in tqdm(range(self.n_steps + 1), desc=self.name, disable=not show, unit="step"):
+            if i in when:
+                allocations = []
+                for name, (arr, kind) in self.allocations().items():
+                    a = Allocation.from_array(name, np.copy(arr) if keep_bytes else arr, kind=kind)
+                    a.sectors = {c: sectors(arr, c) for c in compressors}
+                    digest.update(f"{name}:{arr.dtype}:{arr.shape}:".encode())
+                    digest.update(np.ascontiguousarray(arr).view(np.uint8).reshape(-1))
+                    if not keep_bytes:
+                        a.data = None
+                    allocations.append(a)
+                snapshots.append(Snapshot(self.name, allocations, step=i, time=float(i)))
+            if i < self.n_steps:
+                self.step()
+        live = self.allocations()
+        profile = self.profile().validate(live)
+        index = {a.index: np.copy(live[a.index][0]) for k in profile.kernels for a in k.accesses if a.index}
+        return Run(self, snapshots, profile, scale, seed, index, digest.hexdigest(), time.perf_counter() - t0)

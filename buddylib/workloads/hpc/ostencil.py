@@ -1,0 +1,69 @@
+"""ostencil: 3-D 7-point Jacobi heat diffusion (proxy of SPEC ACCEL 303.ostencil / Parboil stencil).
+
+Two single-precision grids with a one-cell halo, ``A0`` and ``Anext`` as in Parboil, swap
+roles every iteration. The problem: a cold cube whose halo is held at T = 0 except the
+bottom face (z = 0), held at T = sin(pi x / L) sin(pi y / L). Heat moves up from the bottom,
+so early snapshots are mostly zeros and later ones a smooth 3-D field. The discrete steady
+state is known in closed form, T = sin(pi i/L) sin(pi j/L) sinh(mu (L - k)) / sinh(mu L) with
+L = n + 1 and cosh(mu) = 3 - 2 cos(pi / L), and Jacobi iterations approach it (``error()``).
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from buddylib.workloads import register
+from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload
+
+
+@nb.njit(parallel=True, cache=True)
+def _jacobi(a0, anext):
+    """Anext = mean of the six neighbours of A0, on the interior (the halo is fixed)."""
+    nz, ny, nx = a0.shape
+    sixth = np.float32(1 / 6)
+    for k in nb.prange(1, nz - 1):
+        for j in range(1, ny - 1):
+            for i in range(1, nx - 1):
+                anext[k, j, i] = sixth * (a0[k - 1, j, i] + a0[k + 1, j, i] + a0[k, j - 1, i]
+                                          + a0[k, j + 1, i] + a0[k, j, i - 1] + a0[k, j, i + 1])
+
+
+def steady_state(n: int) -> np.ndarray:
+    """The discrete steady state on the (n+2)^3 grid, halo included (float64)."""
+    big_l = n + 1
+    s = np.sin(np.pi * np.arange(n + 2) / big_l)
+    mu = np.arccosh(3 - 2 * np.cos(np.pi / big_l))
+    f = np.sinh(mu * (big_l - np.arange(n + 2))) / np.sinh(mu * big_l)
+    return f[:, None, None] * s[None, :, None] * s[None, None, :]
+
+
+@register
+class OStencil(Workload):
+    name = "ostencil"
+    proxies = "SPEC ACCEL 303.ostencil (Parboil stencil)"
+
+    def setup(self, footprint: int, rng: np.random.Generator) -> None:
+        side = max(8, round((footprint / 8) ** (1 / 3)))  # two float32 grids of side^3
+        self.n = side - 2
+        self.n_steps = 96 if footprint <= 4 << 20 else 160
+        self.a0 = np.zeros((side, side, side), np.float32)
+        self.a0[0] = steady_state(self.n)[0]  # the heated bottom face
+        self.anext = self.a0.copy()
+
+    def step(self) -> None:
+        _jacobi(self.a0, self.anext)
+        self.a0, self.anext = self.anext, self.a0
+
+    def allocations(self) -> dict[str, tuple[np.ndarray, str]]:
+        return {"A0": (self.a0, "field"), "Anext": (self.anext, "field")}
+
+    def profile(self) -> AccessProfile:
+        # neighbours come from cache: each grid crosses the memory bus once per sweep
+        return AccessProfile(self.name, [
+            Kernel("jacobi", [Access("A0", "read"), Access("Anext", "write")], flops=7.0 * self.n**3),
+        ])
+
+    def error(self) -> float:
+        """Largest deviation of the current field from the discrete steady state."""
+        return float(np.abs(self.a0 - steady_state(self.n)).max())

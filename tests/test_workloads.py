@@ -1,0 +1,55 @@
+"""Properties every registered workload keeps, at quick scale."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from buddylib import workloads
+from buddylib.compressors import get as get_compressor
+from buddylib.snapshot import KINDS
+
+NAMES = workloads.names()
+
+
+@pytest.fixture(scope="module", params=NAMES)
+def quick_run(request: pytest.FixtureRequest) -> workloads.Run:
+    return workloads.get(request.param).run("quick", seed=1, keep_bytes=True, compressors=["bpc32", "bdi"])
+
+
+def test_snapshots_and_profile(quick_run: workloads.Run) -> None:
+    run = quick_run
+    assert len(run.snapshots) >= 8
+    assert run.snapshots[0].step == 0 and run.snapshots[-1].step == run.workload.n_steps
+    assert run.footprint <= 4 << 20, f"{run.workload.name}: quick footprint {run.footprint / 2**20:.2f} MiB"
+    for snap in run.snapshots:
+        assert {a.kind for a in snap.allocations} <= set(KINDS)
+        for a in snap.allocations:
+            assert a.nbytes == np.asarray(a.data).nbytes
+            assert a.sectors["bpc32"].size == a.n_entries
+    assert run.profile.kernels and all(k.flops >= 0 for k in run.profile.kernels)
+    assert run.profile.to_dict() == workloads.AccessProfile.from_dict(run.profile.to_dict()).to_dict()
+
+
+def test_bpc_round_trips_every_allocation(quick_run: workloads.Run) -> None:
+    for width in ("bpc32", "bpc64"):
+        bpc = get_compressor(width)
+        for snap in quick_run.snapshots[:: max(1, len(quick_run.snapshots) // 3)]:
+            for a in snap.allocations:
+                raw = np.asarray(a.data)
+                assert bpc.decode(bpc.encode(raw)) == raw.tobytes(), f"{a.name} step {snap.step}"
+
+
+def test_same_seed_same_bytes(quick_run: workloads.Run) -> None:
+    again = workloads.get(quick_run.workload.name).run("quick", seed=1, compressors=["bpc32"])
+    assert again.digest == quick_run.digest
+    other = workloads.get(quick_run.workload.name).run("quick", seed=2, compressors=["bpc32"])
+    assert len(other.snapshots) == len(quick_run.snapshots)
+
+
+def test_unknown_workload_and_scale() -> None:
+    with pytest.raises(ValueError, match="unknown workload 'spec'"):
+        workloads.get("spec")
+    with pytest.raises(ValueError, match="scale 'huge'"):
+        workloads.footprint_bytes("huge")
+    assert workloads.footprint_bytes(2) == 2 << 20
