@@ -9,11 +9,24 @@ from pathlib import Path
 
 
 def _bench(args: argparse.Namespace) -> int:
+    import tempfile
+
+    import pandas as pd
+
     from buddylib import bench
 
+    out = Path(args.out)
     df = bench.run(mib=args.mib, repeat=args.repeat, seed=args.seed)
-    paths = bench.write(df, Path(args.out))
+    paths = bench.write(df, out)
     print(paths["markdown"].read_text())
+    if not args.compressors_only:
+        with tempfile.TemporaryDirectory(dir=out) as tmp:
+            pipeline = pd.concat([bench.run_analyze(Path(tmp), args.analyze_gib),
+                                  bench.run_dask(Path(tmp), args.dask_gib)], ignore_index=True)
+        pipeline["MB_per_s"] = pipeline["bytes"] / pipeline["seconds"] / 1e6
+        paths["pipeline"] = out / "analyze.csv"
+        pipeline.to_csv(paths["pipeline"], index=False)
+        print("## buddy analyze and its dask path\n\n```\n" + pipeline.round(2).to_string(index=False) + "\n```")
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0
 
@@ -29,6 +42,8 @@ def _analyze(args: argparse.Namespace) -> int:
         raise ValueError("--shape needs --dtype (it describes a raw dump)")
     if args.out and Path(args.out).suffix not in (".nc", ".zarr"):
         raise ValueError(f"--out {args.out}: the result file must end in .nc (netCDF) or .zarr")
+    if args.out and not Path(args.out).absolute().parent.is_dir():
+        raise ValueError(f"--out {args.out}: folder {Path(args.out).parent} does not exist")
     allocations = []
     for path in args.paths:
         prefix = f"{Path(path).name}:" if len(args.paths) > 1 else ""
@@ -45,9 +60,9 @@ def _analyze(args: argparse.Namespace) -> int:
     table = analysis.allocation_table(ds, compressor=args.compressor[0], threshold=args.threshold)
     if args.json:
         print(json.dumps({"compressor": args.compressor[0], "threshold": args.threshold, "policy": args.policy,
-                          "allocations": json.loads(table.drop(index="TOTAL").reset_index().to_json(
-                              orient="records")),
-                          "total": json.loads(table.loc["TOTAL"].to_json())}, indent=1))
+                          "allocations": [_json_row(r) for r in
+                                          table.drop(index="TOTAL").reset_index().to_dict(orient="records")],
+                          "total": _json_row(table.loc["TOTAL"].to_dict())}, indent=1, allow_nan=False))
     else:
         print(_format_table(table))
         total = table.loc["TOTAL"]
@@ -59,6 +74,19 @@ def _analyze(args: argparse.Namespace) -> int:
         _write_dataset(ds, Path(args.out))
         print(f"wrote {args.out}", file=sys.stderr)
     return 0
+
+
+def _json_row(row: dict) -> dict:
+    """Full-precision Python numbers (pandas' to_json rounds to 10 digits); inf/NaN -> null."""
+    import math
+
+    import numpy as np
+
+    out = {}
+    for k, v in row.items():
+        v = v.item() if isinstance(v, np.generic) else v
+        out[k] = None if isinstance(v, float) and not math.isfinite(v) else v
+    return out
 
 
 def _client(address: str):
@@ -79,7 +107,13 @@ def _write_dataset(ds, out: Path) -> None:
     tmp = tmpdir / out.name
     try:
         if out.suffix == ".zarr":
-            ds.to_zarr(tmp, mode="w", consolidated=False)
+            import warnings
+
+            from zarr.errors import UnstableSpecificationWarning
+
+            with warnings.catch_warnings():  # the label coords (kind, dtype) are fixed-width strings
+                warnings.simplefilter("ignore", UnstableSpecificationWarning)
+                ds.to_zarr(tmp, mode="w", consolidated=False)
         else:
             ds.to_netcdf(tmp, engine="netcdf4")
         if out.is_dir():
@@ -138,6 +172,9 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--repeat", type=_positive_int, default=3, help="timed calls, best kept (default 3)")
     b.add_argument("--seed", type=int, default=0, help="seed of the generated data (default 0)")
     b.add_argument("--out", default="reports/bench", help="output folder (default reports/bench)")
+    b.add_argument("--analyze-gib", type=float, default=1.0, help="file size for timing buddy analyze (GiB)")
+    b.add_argument("--dask-gib", type=float, default=2.0, help="file size for the dask 1 vs 2 workers run (GiB)")
+    b.add_argument("--compressors-only", action="store_true", help="skip the buddy analyze and dask timings")
     b.set_defaults(func=_bench)
 
     from buddylib.analysis import DEFAULT_COMPRESSORS

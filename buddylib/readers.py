@@ -80,8 +80,8 @@ def _raw(p: Path, dtype: str, shape: tuple[int, ...] | None, prefix: str) -> All
         dt = np.dtype(dtype)
     except TypeError as exc:
         raise ValueError(f"{p}: unknown dtype {dtype!r}") from exc
-    if dt.hasobject:
-        raise ValueError(f"{p}: dtype {dtype!r} holds Python objects, not raw memory")
+    if dt.hasobject or dt.kind == "U":
+        raise ValueError(f"{p}: dtype {dtype!r} holds text or Python objects, not raw memory")
     size = p.stat().st_size
     if size == 0:
         raise ValueError(f"{p}: file is empty, nothing to analyse")
@@ -96,20 +96,26 @@ def _raw(p: Path, dtype: str, shape: tuple[int, ...] | None, prefix: str) -> All
 
 
 def _npy(p: Path, prefix: str) -> list[Allocation]:
+    # Read the header ourselves: np.load would blame object arrays on memory-mapping and
+    # take any non-.npy file for a pickle.
+    fmt = np.lib.format
     try:
-        arr = np.load(p, mmap_mode="r", allow_pickle=False)
-    except ValueError as exc:
+        with open(p, "rb") as f:
+            version = fmt.read_magic(f)
+            read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+            shape, _, dtype = read_header(f)
+            offset = f.tell()
+    except (ValueError, EOFError) as exc:
         raise ValueError(f"{p}: not a readable .npy array ({_first_line(exc)})") from exc
-    except OSError as exc:
-        raise ValueError(f"{p}: not a readable .npy array ({_first_line(exc)})") from exc
-    if arr.dtype.hasobject:
-        raise ValueError(f"{p}: holds Python objects (dtype {arr.dtype}), not raw memory")
-    if arr.dtype.kind == "U":
-        raise ValueError(f"{p}: holds text (dtype {arr.dtype}), not numeric memory")
-    offset = int(arr.offset)
-    if offset + arr.nbytes > p.stat().st_size:
-        raise ValueError(f"{p}: truncated: the header promises {arr.nbytes} data bytes")
-    return [_allocation(p, _name(prefix, p.stem), offset, arr.nbytes, str(arr.dtype), arr.shape)]
+    if dtype.hasobject:
+        raise ValueError(f"{p}: holds Python objects (dtype {dtype}), not raw memory")
+    if dtype.kind == "U":
+        raise ValueError(f"{p}: holds text (dtype {dtype}), not numeric memory")
+    nbytes = math.prod(shape) * dtype.itemsize
+    if offset + nbytes > p.stat().st_size:
+        raise ValueError(f"{p}: truncated: the header promises {nbytes} data bytes, the file holds "
+                         f"{p.stat().st_size - offset}")
+    return [_allocation(p, _name(prefix, p.stem), offset, nbytes, str(dtype), tuple(shape))]
 
 
 def _npz(p: Path, prefix: str) -> list[Allocation]:
@@ -212,7 +218,7 @@ def _zarr(p: Path, prefix: str) -> list[Allocation]:
     except Exception as exc:  # zarr raises several types for damaged stores
         raise ValueError(f"{p}: not a readable zarr store ({type(exc).__name__}: {_first_line(exc)})") from exc
     arrays = [(p.stem, node)] if isinstance(node, zarr.Array) else \
-        [(k, v) for k, v in node.members(max_depth=None) if isinstance(v, zarr.Array)]
+        sorted(((k, v) for k, v in node.members(max_depth=None) if isinstance(v, zarr.Array)), key=lambda kv: kv[0])
     out = []
     for key, arr in arrays:
         if arr.dtype.kind in "OU" or arr.size == 0:

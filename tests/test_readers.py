@@ -1,0 +1,195 @@
+"""buddylib.readers: every format reads back exactly the bytes its file holds."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import struct
+
+import numpy as np
+import pytest
+
+from buddylib import readers
+
+
+def _bytes(alloc) -> bytes:
+    data = alloc.data
+    if type(data).__module__.startswith("dask"):
+        data = data.compute()
+    return np.asarray(data).tobytes()
+
+
+def _check(alloc, name: str, arr: np.ndarray, dtype: str | None = None) -> None:
+    assert alloc.name == name
+    assert alloc.dtype == (dtype or str(arr.dtype))
+    assert alloc.shape == arr.shape
+    assert alloc.nbytes == arr.nbytes
+    assert _bytes(alloc) == arr.tobytes()
+
+
+ARRAYS = {
+    "f32": np.linspace(-3, 3, 1000, dtype=np.float32).reshape(10, 100),
+    "f16": np.arange(300, dtype=np.float16),
+    "i64": np.arange(-50, 77, dtype=np.int64),
+    "u8": np.arange(255, dtype=np.uint8),
+    "b": np.arange(33) % 3 == 0,
+}
+
+
+@pytest.mark.parametrize("key", list(ARRAYS))
+def test_npy(tmp_path, key):
+    arr = ARRAYS[key]
+    path = tmp_path / f"{key}.npy"
+    np.save(path, arr)
+    [alloc] = readers.read(path)
+    _check(alloc, key, arr)
+    assert alloc.source is not None and alloc.source[0] == str(path)
+    with open(path, "rb") as f:  # the recorded offset is where the data sits in the file
+        f.seek(alloc.source[1])
+        assert f.read() == arr.tobytes()
+
+
+def test_npy_fortran_order_reads_the_file_bytes(tmp_path):
+    arr = np.asfortranarray(np.arange(12.0).reshape(3, 4))
+    np.save(tmp_path / "f.npy", arr)
+    [alloc] = readers.read(tmp_path / "f.npy")
+    assert alloc.shape == (3, 4) and alloc.dtype == "float64"
+    assert _bytes(alloc) == arr.tobytes(order="F")
+
+
+def test_npy_prefix(tmp_path):
+    np.save(tmp_path / "x.npy", ARRAYS["u8"])
+    [alloc] = readers.read(tmp_path / "x.npy", prefix="x.npy:")
+    assert alloc.name == "x.npy:x"
+
+
+def test_npz_two_arrays(tmp_path):
+    path = tmp_path / "two.npz"
+    np.savez(path, weights=ARRAYS["f32"], index=ARRAYS["i64"])
+    allocs = {a.name: a for a in readers.read(path)}
+    assert set(allocs) == {"weights", "index"}
+    _check(allocs["weights"], "weights", ARRAYS["f32"])
+    _check(allocs["index"], "index", ARRAYS["i64"])
+
+
+def test_npz_compressed(tmp_path):
+    path = tmp_path / "c.npz"
+    np.savez_compressed(path, a=ARRAYS["f16"])
+    [alloc] = readers.read(path)
+    _check(alloc, "a", ARRAYS["f16"])
+
+
+def test_safetensors_several_dtypes(tmp_path):
+    from safetensors.numpy import save_file
+
+    tensors = {k: ARRAYS[k] for k in ("f32", "f16", "i64", "u8")}
+    path = tmp_path / "model.safetensors"
+    save_file(tensors, str(path))
+    allocs = {a.name: a for a in readers.read(path)}
+    assert set(allocs) == set(tensors)
+    for k, arr in tensors.items():
+        _check(allocs[k], k, arr)
+
+
+def _write_safetensors(path, header: dict, data: bytes) -> None:
+    head = json.dumps(header).encode()
+    head += b" " * (-len(head) % 8)
+    path.write_bytes(struct.pack("<Q", len(head)) + head + data)
+
+
+def test_safetensors_bfloat16_raw_bytes(tmp_path):
+    # bfloat16 = the upper half of a float32; numpy has no such dtype, the reader keeps the raw bytes
+    f32 = np.array([1.0, -2.5, 3.0e38, 0.0, np.inf, 7.0], dtype=np.float32).reshape(2, 3)
+    bf16 = (f32.view(np.uint32) >> 16).astype(np.uint16).tobytes()
+    other = np.arange(4, dtype=np.int32)
+    path = tmp_path / "bf.safetensors"
+    _write_safetensors(path, {"__metadata__": {"format": "pt"},
+                              "w": {"dtype": "BF16", "shape": [2, 3], "data_offsets": [0, 12]},
+                              "n": {"dtype": "I32", "shape": [4], "data_offsets": [12, 28]}},
+                       bf16 + other.tobytes())
+    allocs = {a.name: a for a in readers.read(path)}
+    assert set(allocs) == {"w", "n"}
+    w = allocs["w"]
+    assert (w.dtype, w.shape, w.nbytes) == ("bfloat16", (2, 3), 12)
+    assert _bytes(w) == bf16
+    _check(allocs["n"], "n", other)
+
+
+def test_safetensors_bad_offsets(tmp_path):
+    path = tmp_path / "bad.safetensors"
+    _write_safetensors(path, {"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 12]}}, bytes(16))
+    with pytest.raises(ValueError, match=r"bad\.safetensors.*'w'"):
+        readers.read(path)
+
+
+def test_zarr_v3_group_two_arrays(tmp_path):
+    import zarr
+
+    a = np.arange(100, dtype=np.float32) / 7
+    b = np.arange(200, dtype=np.int16).reshape(10, 20)
+    path = tmp_path / "store.zarr"
+    g = zarr.open_group(str(path), mode="w")
+    g.create_array("a", shape=a.shape, chunks=(30,), dtype=a.dtype)[:] = a
+    g.create_array("b", shape=b.shape, chunks=(5, 5), dtype=b.dtype)[:] = b
+    allocs = readers.read(path)
+    assert [x.name for x in allocs] == ["a", "b"]  # sorted: the same order on every file system
+    _check(allocs[0], "a", a)
+    _check(allocs[1], "b", b)
+
+
+def test_zarr_group_without_suffix(tmp_path):
+    import zarr
+
+    a = np.arange(64, dtype=np.uint16)
+    g = zarr.open_group(str(tmp_path / "plain"), mode="w")
+    g.create_array("x", shape=a.shape, dtype=a.dtype)[:] = a
+    [alloc] = readers.read(tmp_path / "plain", prefix="plain:")
+    _check(alloc, "plain:x", a)
+
+
+def test_raw_dump_with_dtype_and_shape(tmp_path):
+    arr = np.arange(24, dtype=np.float32).reshape(4, 6)
+    path = tmp_path / "dump.bin"
+    arr.tofile(path)
+    [alloc] = readers.read(path, dtype="float32", shape=(4, 6))
+    _check(alloc, "dump", arr)
+    [flat] = readers.read(path, dtype="int16")
+    _check(flat, "dump", arr.view(np.int16).reshape(-1))
+
+
+def test_raw_dump_shape_mismatch(tmp_path):
+    path = tmp_path / "dump.bin"
+    np.zeros(10, np.float32).tofile(path)
+    with pytest.raises(ValueError, match=r"dump\.bin: shape \(3, 4\)"):
+        readers.read(path, dtype="float32", shape=(3, 4))
+
+
+@pytest.mark.parametrize("dtype", ["float33", "object", "U4"])
+def test_raw_dump_bad_dtype(tmp_path, dtype):
+    path = tmp_path / "dump.bin"
+    path.write_bytes(bytes(64))
+    with pytest.raises(ValueError, match=r"dump\.bin: "):
+        readers.read(path, dtype=dtype)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="torch is installed")
+@pytest.mark.parametrize("suffix", [".pt", ".pth"])
+def test_checkpoint_without_torch(tmp_path, suffix):
+    path = tmp_path / f"model{suffix}"
+    path.write_bytes(b"PK\x03\x04 not really a checkpoint")
+    with pytest.raises(ValueError, match="torch") as info:
+        readers.read(path)
+    assert str(info.value).startswith(str(path))
+
+
+def test_errors_start_with_the_path(tmp_path):
+    np.save(tmp_path / "e.npy", np.zeros(0, np.float32))
+    (tmp_path / "junk.npy").write_bytes(b"hello world" * 10)
+    (tmp_path / "x.txt").write_bytes(b"abc")
+    (tmp_path / "d.npy").mkdir()
+    for name in ("e.npy", "junk.npy", "x.txt", "d.npy"):
+        with pytest.raises(ValueError) as info:
+            readers.read(tmp_path / name)
+        assert str(info.value).startswith(str(tmp_path / name) + ": ")
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        readers.read(tmp_path / "missing.npy")
