@@ -366,8 +366,8 @@ def allocation_table(ds: xr.Dataset, compressor: str | None = None, threshold: f
     """One row per allocation of one snapshot, and a ``TOTAL`` row: what ``buddy analyze`` prints.
 
     Columns: kind, dtype, bytes, ideal ratio per compressor, and for ``compressor`` at
-    ``threshold``: chosen target, overflow (%), device bytes, buddy bytes. The total row's
-    target column holds the effective ratio of the whole snapshot.
+    ``threshold``: chosen target, overflow (%), device bytes, buddy bytes and the effective
+    ratio, bytes / (device + metadata bytes); the TOTAL row's is the snapshot's.
     """
     compressor = compressor or str(ds.compressor.values[0])
     threshold = float(ds.threshold.values[0]) if threshold is None else threshold
@@ -382,13 +382,15 @@ def allocation_table(ds: xr.Dataset, compressor: str | None = None, threshold: f
     table["overflow %"] = 100 * s.overflow.sel(**at).values
     table["device bytes"] = s.device_bytes.sel(**at).values
     table["buddy bytes"] = s.buddy_bytes.sel(**at).values
+    table["effective"] = s.allocation_bytes.values / (table["device bytes"] + s.metadata_bytes.values)
     total = {"kind": "", "dtype": "", "bytes": int(s.allocation_bytes.sum())}
     for c in s.compressor.values:
         total[f"ideal {c}"] = float(s.ideal_ratio_total.sel(compressor=c))
-    total["target"] = float(s.effective_ratio.sel(**at))
+    total["target"] = np.nan
     entries = s.entries.sum()
     total["overflow %"] = float(100 * (s.overflow.sel(**at) * s.entries).sum() / entries) if entries else 0.0
     total["device bytes"] = float(s.device_bytes.sel(**at).sum() + s.metadata_bytes.sum())
     total["buddy bytes"] = float(s.buddy_bytes.sel(**at).sum())
+    total["effective"] = float(s.effective_ratio.sel(**at))
     table.loc["TOTAL"] = pd.Series(total)
     return table

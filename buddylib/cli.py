@@ -66,7 +66,7 @@ def _analyze(args: argparse.Namespace) -> int:
     else:
         print(_format_table(table))
         total = table.loc["TOTAL"]
-        print(f"\neffective ratio {total['target']:.3f}x with {args.compressor[0]} "
+        print(f"\neffective ratio {total['effective']:.3f}x with {args.compressor[0]} "
               f"(buddy threshold {args.threshold:g}, {args.policy} policy); ideal ratio "
               f"{total['ideal ' + args.compressor[0]]:.3f}x; device {_human(total['device bytes'])}"
               f" (incl. metadata), buddy {_human(total['buddy bytes'])} for {_human(total['bytes'])} of data")
@@ -136,10 +136,9 @@ def _format_table(table) -> str:
     for col in ("bytes", "device bytes", "buddy bytes"):
         t[col] = [_human(v) for v in t[col]]
     for col in t.columns:
-        if col.startswith("ideal") or col == "target":
-            t[col] = [f"{v:.3f}" for v in t[col]]
+        if col.startswith("ideal") or col in ("target", "effective"):
+            t[col] = ["" if v != v else f"{v:.3f}" for v in t[col]]
     t["overflow %"] = [f"{v:.1f}" for v in t["overflow %"]]
-    t = t.rename(columns={"target": "target (TOTAL: effective ratio)"})
     return t.to_string()
 
 
@@ -151,6 +150,26 @@ def _parse_shape(text: str) -> tuple[int, ...]:
     if not shape or any(s < 0 for s in shape):
         raise ValueError(f"--shape {text!r}: expected non-negative integers like 64,128")
     return shape
+
+
+def _workloads(args: argparse.Namespace) -> int:
+    from buddylib import workloads
+
+    if args.action == "list":
+        for name in workloads.names():
+            w = workloads.get(name)
+            print(f"{name:12s} {w.proxies}")
+        return 0
+    names = workloads.names() if args.names == ["all"] else args.names
+    for name in names:
+        workloads.get(name)  # fail on an unknown name before running anything
+    workloads.footprint_bytes(args.scale)
+    for name in names:
+        run = workloads.get(name).run(args.scale, seed=args.seed, progress=True)
+        path = run.save(args.out)
+        print(f"{name}: {len(run.snapshots)} snapshots, footprint {_human(run.footprint)}, "
+              f"{run.seconds:.1f} s -> {path}")
+    return 0
 
 
 def _reproduce(args: argparse.Namespace) -> int:
@@ -199,6 +218,20 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--json", action="store_true", help="print JSON instead of a table")
     a.add_argument("--scheduler", metavar="ADDRESS", help="run on an existing dask scheduler (tcp://host:port)")
     a.set_defaults(func=_analyze)
+
+    w = sub.add_parser("workloads", help="list or run the built-in workloads (snapshots into data/)",
+                       description="List the built-in workloads, or run them and save their snapshots, "
+                                   "access profile and index arrays.")
+    wsub = w.add_subparsers(dest="action", required=True, metavar="ACTION")
+    wsub.add_parser("list", help="names and what each stands for").set_defaults(func=_workloads)
+    wr = wsub.add_parser("run", help="run workloads and save their snapshots",
+                         description="Run workloads and save NAME-SCALE-sSEED.nc (snapshots), "
+                                     ".profile.json (access profile) and .index.npz (gather index arrays).")
+    wr.add_argument("names", nargs="+", metavar="NAME", help="workload names, or 'all'")
+    wr.add_argument("--scale", default="quick", help="quick, default, large, or a footprint in MiB (default quick)")
+    wr.add_argument("--seed", type=int, default=0, help="seed (default 0): the same seed gives the same bytes")
+    wr.add_argument("--out", default="data", help="output folder (default data)")
+    wr.set_defaults(func=_workloads)
 
     r = sub.add_parser("reproduce", help="run the main job into reports/ with an index",
                        description="Run every result of the suite at default scale into a "

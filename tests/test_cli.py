@@ -188,7 +188,7 @@ def test_nan_and_inf_are_just_data(capsys, tmp_path):
     assert "f32.npy:f32" in out and "f16.npy:f16" in out
     assert "\nTOTAL " in out and "effective ratio" in out
     doc = _json(capsys, tmp_path / "f32.npy")
-    assert 0.9 < doc["total"]["target"] <= 4  # metadata can take an incompressible snapshot below 1
+    assert 0.9 < doc["total"]["effective"] <= 4  # metadata can take an incompressible snapshot below 1
 
 
 # ------------------------------------------------------------------ good input
@@ -232,7 +232,7 @@ def test_json_and_out_agree(capsys, tmp_path, files):
         for name in names:
             value = float(ideal.sel(allocation=name))
             assert by_name[name][f"ideal {COMPRESSOR}"] == (value if np.isfinite(value) else None)
-    assert eff == total["target"]
+    assert eff == total["effective"]
     assert eff > 1
 
 
@@ -271,7 +271,7 @@ def test_options_change_the_result(capsys, files):
     base = _json(capsys, files / "act.npy")
     extended = _json(capsys, files / "act.npy", "--targets", "1", "2", "4", "8", "16", "--policy", "oracle")
     assert extended["policy"] == "oracle"
-    assert extended["total"]["target"] >= base["total"]["target"]
+    assert extended["total"]["effective"] >= base["total"]["effective"]
 
 
 # ------------------------------------------------------------------ dask scheduler
