@@ -175,7 +175,7 @@ def _workloads(args: argparse.Namespace) -> int:
 def _reproduce(args: argparse.Namespace) -> int:
     from buddylib import reproduce
 
-    index = reproduce.run(Path(args.out), bench_mib=args.bench_mib)
+    index = reproduce.run(Path(args.out), bench_mib=args.bench_mib, data=Path(args.data), regenerate=args.regenerate)
     print(f"wrote {index}")
     return 0
 
@@ -239,6 +239,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default="reports", help="reports folder (default reports)")
     r.add_argument("--bench-mib", type=_positive_int, default=256,
                    help="MiB per data kind in the compressor benchmark (default 256)")
+    r.add_argument("--data", default="data", help="where workload snapshots are cached (default data)")
+    r.add_argument("--regenerate", action="store_true", help="rerun workloads even if their snapshots exist")
     r.set_defaults(func=_reproduce)
     return parser
 
