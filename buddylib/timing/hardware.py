@@ -1,0 +1,85 @@
+"""Hardware presets as data: GPUs and links, each value with its public source.
+
+Simulator habit (Ramulator, SCALE-Sim): parameters live in one table, not in code; a run
+records the exact preset it used. Bandwidths are per direction, in bytes per second.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+GB = 1e9
+TB = 1e12
+
+
+@dataclass(frozen=True)
+class GPU:
+    """A GPU's memory system and arithmetic peak."""
+
+    name: str
+    hbm_bandwidth: float  # bytes/s
+    capacity: float  # bytes
+    fp64_flops: float  # FLOP/s
+    fp32_flops: float  # FLOP/s
+    source: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Link:
+    """The link to buddy memory: bandwidth per direction and round-trip latency."""
+
+    name: str
+    bandwidth: float  # bytes/s per direction
+    latency: float  # seconds, request to data
+    source: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+GPUS: dict[str, GPU] = {g.name: g for g in (
+    # NVIDIA Tesla V100 datasheet (2017/2018): 900 GB/s HBM2, 16/32 GB, 7.8 / 15.7 TFLOP/s (SXM2)
+    GPU("V100-16GB", 900 * GB, 16 * GB, 7.8 * TB, 15.7 * TB, "NVIDIA Tesla V100 datasheet, SXM2"),
+    GPU("V100-32GB", 900 * GB, 32 * GB, 7.8 * TB, 15.7 * TB, "NVIDIA Tesla V100 datasheet, SXM2"),
+    # NVIDIA A100 datasheet: 40 GB HBM2 1,555 GB/s; 80 GB HBM2e 2,039 GB/s; 9.7 / 19.5 TFLOP/s
+    GPU("A100-40GB", 1555 * GB, 40 * GB, 9.7 * TB, 19.5 * TB, "NVIDIA A100 datasheet, SXM4 40GB"),
+    GPU("A100-80GB", 2039 * GB, 80 * GB, 9.7 * TB, 19.5 * TB, "NVIDIA A100 datasheet, SXM4 80GB"),
+    # NVIDIA H100 datasheet: SXM5 80 GB HBM3 3.35 TB/s; 34 / 67 TFLOP/s (FP64 / FP32, non-tensor)
+    GPU("H100-80GB", 3350 * GB, 80 * GB, 34 * TB, 67 * TB, "NVIDIA H100 datasheet, SXM5"),
+    # NVIDIA H200 datasheet: 141 GB HBM3e 4.8 TB/s; same SM array as H100
+    GPU("H200-141GB", 4800 * GB, 141 * GB, 34 * TB, 67 * TB, "NVIDIA H200 datasheet, SXM"),
+)}
+
+LINKS: dict[str, Link] = {k.name: k for k in (
+    # PCIe x16 per direction: 3.0 ~15.75 GB/s, 4.0 ~31.5, 5.0 ~63 (PCI-SIG specifications);
+    # ~1 us host round trip is typical of measured PCIe read latency on GPUs
+    Link("PCIe3-x16", 15.75 * GB, 1.0e-6, "PCI-SIG PCIe 3.0 spec, x16 raw per direction"),
+    Link("PCIe4-x16", 31.5 * GB, 1.0e-6, "PCI-SIG PCIe 4.0 spec, x16 raw per direction"),
+    Link("PCIe5-x16", 63.0 * GB, 1.0e-6, "PCI-SIG PCIe 5.0 spec, x16 raw per direction"),
+    # NVLink2 on V100: 6 links x 25 GB/s = 150 GB/s per direction (V100 whitepaper); the
+    # Buddy paper's configuration. Latency: ~700 ns remote access (order of the paper's era)
+    Link("NVLink2", 150 * GB, 0.7e-6, "NVIDIA Tesla V100 whitepaper: 6 NVLink2 links x 25 GB/s"),
+    # NVLink3 on A100: 12 links, 300 GB/s per direction (A100 whitepaper)
+    Link("NVLink3", 300 * GB, 0.7e-6, "NVIDIA A100 whitepaper: 600 GB/s total, 300 per direction"),
+    # NVLink4 on H100: 18 links, 450 GB/s per direction (H100 whitepaper)
+    Link("NVLink4", 450 * GB, 0.7e-6, "NVIDIA H100 whitepaper: 900 GB/s total, 450 per direction"),
+    # NVLink-C2C (Grace Hopper): 900 GB/s total, 450 per direction (GH200 whitepaper)
+    Link("NVLink-C2C", 450 * GB, 0.5e-6, "NVIDIA Grace Hopper whitepaper: NVLink-C2C 900 GB/s total"),
+)}
+
+
+def gpu(name: str) -> GPU:
+    """The GPU preset ``name``."""
+    if name not in GPUS:
+        raise ValueError(f"unknown GPU preset {name!r}; available: {', '.join(GPUS)}")
+    return GPUS[name]
+
+
+def link(name: str) -> Link:
+    """The link preset ``name``."""
+    if name not in LINKS:
+        raise ValueError(f"unknown link preset {name!r}; available: {', '.join(LINKS)}")
+    return LINKS[name]

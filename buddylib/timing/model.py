@@ -1,0 +1,307 @@
+"""Slowdown of a Buddy-Compressed GPU against an ideal GPU with unlimited memory (SPEC §4).
+
+For each kernel of a workload's access profile the model computes, from the real
+per-entry sector counts of the workload's last snapshot and the targets the placement
+policy chose:
+
+* device traffic: accessed entries cost min(32 B x sectors, device share) — compression
+  saves HBM bandwidth too — plus metadata-cache misses (one metadata line each);
+* link traffic: the sectors beyond the device share of overflowing entries;
+* time = max(compute, device bytes / HBM bandwidth, link bytes / effective link
+  bandwidth) + one link latency when the kernel touches buddy memory, where the effective
+  link bandwidth is capped by Little's law: ``outstanding`` 32-B requests in flight per
+  ``latency`` seconds.
+
+The baseline is the same kernel, uncompressed, every accessed entry 128 B from HBM.
+Slowdown = sum of kernel times / sum of baseline times over one iteration.
+Unified-Memory oversubscription is the comparison: the same accesses, with device memory
+smaller than the footprint by Buddy's gain, page-granular LRU migration on fault.
+Every parameter is named here and swept by :func:`sweep`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from buddylib import layout
+from buddylib.entries import ENTRY_BYTES, SECTOR_BYTES, SECTORS_PER_ENTRY
+from buddylib.snapshot import Snapshot
+from buddylib.timing import caches
+from buddylib.timing.hardware import GPU, Link, gpu, link
+from buddylib.workloads.base import AccessProfile
+
+KiB = 1 << 10
+
+
+@dataclass(frozen=True)
+class Params:
+    """Model parameters that are not hardware presets, with the values used by default."""
+
+    #: metadata cache: size, associativity, bytes per line (4 bits per entry -> 64 entries per 32-B line)
+    metadata_cache_bytes: int = 64 * KiB
+    metadata_ways: int = 8
+    metadata_line_bytes: int = 32
+    #: 32-B link requests the GPU keeps in flight (Little's law caps link throughput):
+    #: 80 SMs x 64 misses each on a V100-class GPU (an assumption, swept), enough to fill
+    #: NVLink2 at 0.7 us (150 GB/s x 0.7 us / 32 B = 3,281 requests)
+    outstanding: int = 5120
+    #: Unified Memory: page size and the fixed cost of handling one fault (driver + TLB shootdown)
+    um_page_bytes: int = 64 * KiB
+    um_fault_seconds: float = 20e-6
+
+    @property
+    def entries_per_metadata_line(self) -> int:
+        return self.metadata_line_bytes * 8 // layout.METADATA_BITS_PER_ENTRY
+
+
+@dataclass
+class Workset:
+    """What the model replays: a run's snapshots, access profile and gather index arrays."""
+
+    name: str
+    snapshots: list[Snapshot]
+    profile: AccessProfile
+    index_arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    compressor: str = "bpc32"
+    _streams: list | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_run(cls, run, compressor: str = "bpc32") -> Workset:
+        return cls(run.workload.name, run.snapshots, run.profile, run.index_arrays, compressor)
+
+    @classmethod
+    def load(cls, path: str | Path, compressor: str = "bpc32") -> Workset:
+        """From the files ``Run.save`` wrote (``NAME-SCALE-sSEED.nc`` and its siblings)."""
+        import json
+
+        from buddylib import snapshot
+
+        path = Path(path)
+        snaps = snapshot.load(path)
+        profile = AccessProfile.from_dict(json.loads(path.with_suffix(".profile.json").read_text()))
+        idx_path = path.with_suffix(".index.npz")
+        index = dict(np.load(idx_path)) if idx_path.exists() else {}
+        return cls(profile.workload, snaps, profile, index, compressor)
+
+    @property
+    def last(self) -> Snapshot:
+        return self.snapshots[-1]
+
+    def streams(self) -> list[list[tuple[str, np.ndarray, float]]]:
+        """Per kernel, per access: (allocation, entry ids in access order, passes)."""
+        if self._streams is None:
+            allocs = {a.name: a for a in self.last.allocations}
+            rng = np.random.default_rng(0)
+            self._streams = [[(a.allocation, _entries(a, allocs[a.allocation], allocs, self.index_arrays, rng),
+                               a.passes) for a in k.accesses] for k in self.profile.kernels]
+        return self._streams
+
+
+def _itemsize(dtype: str) -> int:
+    try:
+        return np.dtype(dtype).itemsize
+    except TypeError:
+        return {"bfloat16": 2, "float8_e4m3": 1, "float8_e5m2": 1}.get(dtype, 1)
+
+
+def _collapse(x: np.ndarray) -> np.ndarray:
+    """Drop consecutive repeats: a run of accesses to one entry fetches it once."""
+    if x.size == 0:
+        return x
+    keep = np.ones(x.size, dtype=bool)
+    keep[1:] = x[1:] != x[:-1]
+    return x[keep]
+
+
+def _entries(access, alloc, allocs, index_arrays, rng) -> np.ndarray:
+    """Entry ids an access touches, in order, from its pattern and the allocation's size."""
+    n_entries = alloc.n_entries
+    itemsize = _itemsize(alloc.dtype)
+    n_items = max(1, alloc.nbytes // itemsize)
+    if access.pattern == "stream":
+        return np.arange(max(1, round(access.fraction * n_entries)), dtype=np.int64)
+    if access.pattern == "strided":
+        count = max(1, round(access.fraction * n_items))
+        items = (np.arange(count, dtype=np.int64) * access.stride) % n_items
+        return _collapse(items * itemsize // ENTRY_BYTES)
+    if access.pattern == "random":
+        return rng.integers(0, n_entries, max(1, round(access.fraction * n_entries)), dtype=np.int64)
+    idx = index_arrays.get(access.index)
+    if idx is None:
+        raise ValueError(f"gather of {access.allocation!r} through {access.index!r}: index array not recorded")
+    items = np.asarray(idx).reshape(-1).astype(np.int64)
+    items = items[(items >= 0) & (items < n_items)]
+    count = max(1, round(access.fraction * items.size))
+    return _collapse(items[:count] * itemsize // ENTRY_BYTES)
+
+
+# ---------------------------------------------------------------------------------------
+# traffic
+# ---------------------------------------------------------------------------------------
+
+
+def _sector_hists(ws: Workset) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Per kernel and allocation: accessed-entry counts per sector value (x passes)."""
+    names = [a.name for a in ws.last.allocations]
+    col = {n: i for i, n in enumerate(names)}
+    sectors = {a.name: a.sectors[ws.compressor] for a in ws.last.allocations}
+    h = np.zeros((len(ws.profile.kernels), len(names), SECTORS_PER_ENTRY + 1))
+    for ki, accesses in enumerate(ws.streams()):
+        for name, ent, passes in accesses:
+            h[ki, col[name]] += passes * np.bincount(sectors[name][ent], minlength=SECTORS_PER_ENTRY + 1)
+    flops = np.array([k.flops for k in ws.profile.kernels], dtype=float)
+    return names, h, flops
+
+
+def _metadata_misses(ws: Workset, params: Params) -> np.ndarray:
+    """Metadata-cache misses per kernel, replaying the iteration twice (the second is counted)."""
+    names = [a.name for a in ws.last.allocations]
+    per_line = params.entries_per_metadata_line
+    base, offset = {}, 0
+    for a in ws.last.allocations:
+        base[a.name] = offset
+        offset += -(-a.n_entries // per_line)
+    seqs = [_interleave([(base[n] + ent // per_line) for n, ent, _ in accesses]) for accesses in ws.streams()]
+    lines = np.concatenate(seqs + seqs) if seqs else np.zeros(0, np.int64)
+    bounds = np.cumsum([s.size for s in seqs + seqs])
+    hits = caches.set_associative_hits_per_segment(lines, bounds, params.metadata_cache_bytes,
+                                                   params.metadata_line_bytes, params.metadata_ways)
+    second = hits[len(seqs):]
+    del names
+    return np.array([s.size for s in seqs], dtype=float) - second
+
+
+def _interleave(streams: Sequence[np.ndarray]) -> np.ndarray:
+    """Merge the accesses of one kernel's streams as they happen side by side."""
+    streams = [s for s in streams if s.size]
+    if not streams:
+        return np.zeros(0, np.int64)
+    if len(streams) == 1:
+        return streams[0].astype(np.int64)
+    t = np.concatenate([(np.arange(s.size) + 0.5) / s.size for s in streams])
+    order = np.argsort(t, kind="stable")
+    return np.concatenate(streams).astype(np.int64)[order]
+
+
+def traffic(ws: Workset, targets: dict[str, float]) -> dict[str, np.ndarray]:
+    """Per kernel: baseline, device and link bytes at the given per-allocation targets."""
+    names, h, flops = _sector_hists(ws)
+    share = np.array([ENTRY_BYTES / targets.get(n, 1.0) for n in names])[None, :, None]
+    size = SECTOR_BYTES * layout.SECTOR_VALUES[None, None, :]
+    return {
+        "baseline_bytes": (h.sum(-1) * ENTRY_BYTES).sum(-1),
+        "device_bytes": (h * np.minimum(size, share)).sum((-1, -2)),
+        "link_bytes": (h * np.maximum(size - share, 0)).sum((-1, -2)),
+        "flops": flops,
+    }
+
+
+# ---------------------------------------------------------------------------------------
+# time
+# ---------------------------------------------------------------------------------------
+
+
+def _peak(ws: Workset, g: GPU) -> float:
+    dtypes = {a.dtype for a in ws.last.allocations}
+    return g.fp64_flops if "float64" in dtypes else g.fp32_flops
+
+
+def kernel_times(tr: dict[str, np.ndarray], meta_misses: np.ndarray, g: GPU, lk: Link, params: Params,
+                 peak: float, latency_scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """(baseline, buddy) seconds per kernel."""
+    compute = tr["flops"] / peak
+    latency = lk.latency * latency_scale
+    link_bw = min(lk.bandwidth, params.outstanding * SECTOR_BYTES / latency)
+    base = np.maximum(compute, tr["baseline_bytes"] / g.hbm_bandwidth)
+    device = tr["device_bytes"] + meta_misses * params.metadata_line_bytes
+    buddy = np.maximum.reduce([compute, device / g.hbm_bandwidth, tr["link_bytes"] / link_bw])
+    buddy = buddy + np.where(tr["link_bytes"] > 0, latency, 0.0)
+    return base, buddy
+
+
+def targets_for(ws: Workset, threshold: float, policy: str = "profile") -> dict[str, float]:
+    """Targets per allocation chosen by the placement policy over the run's snapshots."""
+    from buddylib.analysis import analyze
+
+    ds = analyze(ws.snapshots, [ws.compressor], thresholds=[threshold], policy=policy, progress=False)
+    chosen = ds.chosen_target.isel(snapshot=-1).sel(compressor=ws.compressor, threshold=threshold)
+    return {str(n): float(v) for n, v in zip(chosen.allocation.values, chosen.values, strict=True) if v == v}
+
+
+def um_slowdown(ws: Workset, capacity_ratio: float, g: GPU, lk: Link, params: Params) -> tuple[float, int]:
+    """Unified-Memory oversubscription: (slowdown, faults per iteration).
+
+    Device memory holds ``footprint / capacity_ratio``; pages migrate on first touch when not
+    resident (LRU eviction), each costing ``um_fault_seconds`` plus the page over the link.
+    """
+    page = params.um_page_bytes
+    base, offset = {}, 0
+    for a in ws.last.allocations:
+        base[a.name] = offset
+        offset += -(-a.nbytes // page) * page  # allocations start on page boundaries
+    seqs = [_collapse(_interleave([(base[n] + ent * ENTRY_BYTES) // page for n, ent, _ in accesses]))
+            for accesses in ws.streams()]
+    one = np.concatenate(seqs) if seqs else np.zeros(0, np.int64)
+    capacity = max(1, int(offset / capacity_ratio) // page)
+    faults = caches.page_faults(np.concatenate([one, one]), capacity, warm_start=one.size)
+    tr = traffic(ws, {})
+    t_base = np.maximum(tr["flops"] / _peak(ws, g), tr["baseline_bytes"] / g.hbm_bandwidth).sum()
+    t_um = t_base + faults * (params.um_fault_seconds + page / lk.bandwidth)
+    return float(t_um / t_base), int(faults)
+
+
+def slowdown(ws: Workset, gpu_name: str = "V100-32GB", link_name: str = "NVLink2", threshold: float = 0.3,
+             params: Params | None = None) -> dict[str, float]:
+    """One configuration: slowdown and the traffic behind it, summed over an iteration."""
+    ds = sweep(ws, gpus=[gpu_name], links=[link_name], thresholds=[threshold], params=params)
+    return {k: float(v.item()) for k, v in ds.data_vars.items() if v.size == 1}
+
+
+def sweep(ws: Workset, gpus: Sequence[str] = ("V100-32GB",), links: Sequence[str] = ("NVLink2",),
+          thresholds: Sequence[float] = (0.3,), latency_scales: Sequence[float] = (1.0,),
+          metadata_cache_bytes: Sequence[int] | None = None, params: Params | None = None) -> xr.Dataset:
+    """Slowdown over hardware, link, buddy threshold, link latency and metadata-cache size."""
+    params = params or Params()
+    cache_sizes = list(metadata_cache_bytes or [params.metadata_cache_bytes])
+    thresholds = list(layout.check_threshold(thresholds))
+    misses = {c: _metadata_misses(ws, Params(**{**params.__dict__, "metadata_cache_bytes": c}))
+              for c in cache_sizes}
+    accesses = {c: float(sum(_interleave([e for _, e, _ in acc]).size for acc in ws.streams())) for c in cache_sizes}
+    shape = (len(gpus), len(links), len(thresholds), len(latency_scales), len(cache_sizes))
+    out = {k: np.zeros(shape) for k in ("slowdown", "baseline_seconds", "buddy_seconds")}
+    link_frac = np.zeros(len(thresholds))
+    dev_saving = np.zeros(len(thresholds))
+    for ti, t in enumerate(thresholds):
+        tr = traffic(ws, targets_for(ws, t))
+        link_frac[ti] = tr["link_bytes"].sum() / max(tr["baseline_bytes"].sum(), 1)
+        dev_saving[ti] = 1 - tr["device_bytes"].sum() / max(tr["baseline_bytes"].sum(), 1)
+        for gi, gname in enumerate(gpus):
+            g = gpu(gname)
+            for li, lname in enumerate(links):
+                lk = link(lname)
+                for si, scale in enumerate(latency_scales):
+                    for ci, c in enumerate(cache_sizes):
+                        b, bu = kernel_times(tr, misses[c], g, lk, params, _peak(ws, g), scale)
+                        out["slowdown"][gi, li, ti, si, ci] = bu.sum() / b.sum()
+                        out["baseline_seconds"][gi, li, ti, si, ci] = b.sum()
+                        out["buddy_seconds"][gi, li, ti, si, ci] = bu.sum()
+    dims = ("gpu", "link", "threshold", "latency_scale", "metadata_cache_bytes")
+    ds = xr.Dataset({k: (dims, v) for k, v in out.items()},
+                    coords={"gpu": list(gpus), "link": list(links), "threshold": thresholds,
+                            "latency_scale": list(latency_scales), "metadata_cache_bytes": cache_sizes,
+                            "link_bandwidth": ("link", [link(n).bandwidth for n in links])})
+    ds["link_traffic_fraction"] = ("threshold", link_frac)
+    ds["device_traffic_saving"] = ("threshold", dev_saving)
+    ds["metadata_hit_rate"] = ("metadata_cache_bytes",
+                               [1 - misses[c].sum() / max(accesses[c], 1) for c in cache_sizes])
+    units = {"slowdown": "1", "baseline_seconds": "s", "buddy_seconds": "s", "link_traffic_fraction": "1",
+             "device_traffic_saving": "1", "metadata_hit_rate": "1", "link_bandwidth": "bytes/s"}
+    for k, u in units.items():
+        ds[k].attrs["units"] = u
+    ds.attrs.update(workload=ws.name, compressor=ws.compressor, **{k: v for k, v in params.__dict__.items()})
+    return ds

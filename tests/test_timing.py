@@ -1,0 +1,93 @@
+"""Timing model against cases solvable by hand (SPEC §4)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from buddylib.snapshot import Allocation, Snapshot
+from buddylib.timing import Params, Workset, gpu, link, sweep, traffic, um_slowdown
+from buddylib.timing.caches import page_faults, set_associative_hits
+from buddylib.timing.model import _metadata_misses, kernel_times
+from buddylib.workloads import Access, AccessProfile, Kernel
+
+E = 1 << 14  # entries (2 MiB)
+V100, NVLINK2 = gpu("V100-32GB"), link("NVLink2")
+
+
+def workset(sectors: int | np.ndarray, flops: float = 0.0, pattern: str = "stream") -> Workset:
+    """One float64 allocation of E entries with the given sectors, read by one kernel."""
+    s = np.broadcast_to(np.asarray(sectors, np.uint8), (E,)).copy()
+    a = Allocation(name="x", kind="field", dtype="float64", shape=(E * 16,), nbytes=E * 128, sectors={"bpc32": s})
+    prof = AccessProfile("toy", [Kernel("k", [Access("x", "read", pattern)], flops)])
+    return Workset("toy", [Snapshot("toy", [a])], prof)
+
+
+def test_all_compressible_saves_device_traffic_and_needs_no_link() -> None:
+    ws = workset(1)  # every entry compresses to one sector
+    tr = traffic(ws, {"x": 4.0})
+    assert tr["link_bytes"].sum() == 0
+    assert tr["baseline_bytes"].sum() == E * 128
+    assert 1 - tr["device_bytes"].sum() / tr["baseline_bytes"].sum() == pytest.approx(0.75)  # the sector saving
+
+
+def test_incompressible_at_target_2_moves_half_over_the_link() -> None:
+    ws = workset(4)
+    tr = traffic(ws, {"x": 2.0})
+    assert tr["link_bytes"].sum() == E * 128 / 2
+    assert tr["device_bytes"].sum() == E * 128 / 2
+    # memory bound: baseline E*128 B / 900 GB/s; Buddy max(E*64 / 900 GB/s, E*64 / 150 GB/s) + latency
+    base, buddy = kernel_times(tr, np.zeros(1), V100, NVLINK2, Params(), V100.fp64_flops)
+    on_paper = (E * 64 / NVLINK2.bandwidth + NVLINK2.latency) / (E * 128 / V100.hbm_bandwidth)
+    assert buddy.sum() / base.sum() == pytest.approx(on_paper)
+    assert on_paper == pytest.approx(3.0, rel=0.2)  # 64/150 over 128/900, plus one latency
+
+
+def test_compute_bound_kernel_does_not_slow() -> None:
+    ws = workset(1, flops=1e12)
+    base, buddy = kernel_times(traffic(ws, {"x": 4.0}), np.zeros(1), V100, NVLINK2, Params(), V100.fp64_flops)
+    assert buddy.sum() == base.sum()
+
+
+def test_little_law_caps_link_bandwidth() -> None:
+    tr = traffic(workset(4), {"x": 2.0})
+    few = Params(outstanding=16)  # 16 x 32 B per 0.7 us = 0.73 GB/s, far below NVLink2
+    _, slow = kernel_times(tr, np.zeros(1), V100, NVLINK2, few, V100.fp64_flops)
+    assert slow.sum() == pytest.approx(E * 64 / (16 * 32 / NVLINK2.latency) + NVLINK2.latency)
+
+
+def test_metadata_cache_hit_rates() -> None:
+    p = Params()
+    p = Params(metadata_cache_bytes=4096)  # the stream's 8 KiB of metadata does not fit: steady state
+    stream = _metadata_misses(workset(1), p).sum()
+    assert 1 - stream / E == pytest.approx(1 - 1 / p.entries_per_metadata_line)
+    # random entries over a footprint whose metadata (E / 64 lines x 32 B = 8 KiB) dwarfs a 1 KiB cache
+    rnd = _metadata_misses(workset(1, pattern="random"), Params(metadata_cache_bytes=1024)).sum()
+    assert 1 - rnd / E < 0.2
+    lines = np.arange(10_000) // 4  # 4 accesses per line, pure stream
+    assert set_associative_hits(lines, 4096, 32, 8) == 10_000 - 2_500
+
+
+def test_unified_memory_thrashes_on_cyclic_sweep() -> None:
+    capacity = 100
+    sweep_pages = np.tile(np.arange(2 * capacity), 3)  # cyclic over twice the capacity, LRU
+    assert page_faults(sweep_pages, capacity) == sweep_pages.size  # every access faults
+    assert page_faults(np.tile(np.arange(capacity), 3), capacity, warm_start=capacity) == 0  # fits: no faults
+    ws = workset(4)
+    slow, faults = um_slowdown(ws, 2.0, V100, NVLINK2, Params())
+    assert faults == E * 128 // Params().um_page_bytes  # every page of the sweep faults each iteration
+    assert slow > 10
+
+
+def test_sweep_dataset() -> None:
+    ws = workset(np.r_[np.ones(E // 2), 4 * np.ones(E // 2)].astype(np.uint8))
+    ds = sweep(ws, links=["PCIe3-x16", "NVLink2", "NVLink-C2C"], thresholds=[0.0, 0.5],
+               latency_scales=[1, 4], metadata_cache_bytes=[4096, 65536])
+    s = ds.slowdown.sel(gpu="V100-32GB", latency_scale=1, metadata_cache_bytes=65536)
+    assert (s.sel(threshold=0.0) <= 1.0).all()  # target 1/compressed reads only save bandwidth
+    faster = s.sel(threshold=0.5).values
+    assert faster[0] > faster[1] > faster[2]  # a faster link slows less
+    assert ds.slowdown.dims == ("gpu", "link", "threshold", "latency_scale", "metadata_cache_bytes")
+    assert ds.slowdown.attrs["units"] == "1"
+    with pytest.raises(ValueError, match="unknown link preset"):
+        sweep(ws, links=["NVLink9"])
