@@ -43,8 +43,6 @@ def test_bpc_round_trips_every_allocation(quick_run: workloads.Run) -> None:
 def test_same_seed_same_bytes(quick_run: workloads.Run) -> None:
     again = workloads.get(quick_run.workload.name).run("quick", seed=1, compressors=["bpc32"])
     assert again.digest == quick_run.digest
-    other = workloads.get(quick_run.workload.name).run("quick", seed=2, compressors=["bpc32"])
-    assert len(other.snapshots) == len(quick_run.snapshots)
 
 
 def test_unknown_workload_and_scale() -> None:
