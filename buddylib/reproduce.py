@@ -34,7 +34,7 @@ def hpc_ratios(data: Path, scale: str = "default", seed: int = 0, regenerate: bo
                names: list[str] | None = None) -> tuple[xr.Dataset, pd.DataFrame]:
     """Run (or reuse) every HPC workload and analyse it; return the Dataset and run times."""
     datasets, times = [], []
-    for name in tqdm(names or workloads.names(), desc="HPC workloads", unit="workload"):
+    for name in tqdm(names or workloads.names("hpc"), desc="HPC workloads", unit="workload"):
         path = data / f"{name}-{scale}-s{seed}.nc"
         t0 = time.perf_counter()
         if regenerate or not path.exists():
@@ -140,8 +140,12 @@ def plot_hpc(ds: xr.Dataset, out: Path) -> dict[str, Path]:
     return paths
 
 
-def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: bool = False) -> Path:
-    """Run all steps into ``out`` and write ``out/README.md``; return the index path."""
+def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: bool = False,
+        scale: str = "default", names: list[str] | None = None) -> Path:
+    """Run all steps into ``out`` and write ``out/README.md``; return the index path.
+
+    ``scale`` and ``names`` (workloads) exist so tests can run the whole pipeline small.
+    """
     out.mkdir(parents=True, exist_ok=True)
     data.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -150,7 +154,7 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
     bench_took = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    hpc, times = hpc_ratios(data, regenerate=regenerate)
+    hpc, times = hpc_ratios(data, scale=scale, regenerate=regenerate, names=names)
     hpc_dir = out / "hpc"
     hpc_dir.mkdir(exist_ok=True)
     hpc.to_netcdf(hpc_dir / "hpc_ratios.nc")
@@ -160,7 +164,7 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
     hpc_took = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    slow = slowdowns(data, list(hpc.workload.values))
+    slow = slowdowns(data, list(hpc.workload.values), scale=scale)
     slow_dir = out / "slowdown"
     slow_dir.mkdir(exist_ok=True)
     slow.to_netcdf(slow_dir / "slowdown.nc")

@@ -27,10 +27,10 @@ def get(name: str) -> Workload:
     return _REGISTRY[name]()
 
 
-def names() -> list[str]:
-    """Names of all registered workloads, sorted."""
+def names(suite: str | None = None) -> list[str]:
+    """Names of the registered workloads (of one ``suite``, "hpc" or "dl", if given), sorted."""
     _load()
-    return sorted(_REGISTRY)
+    return sorted(n for n, cls in _REGISTRY.items() if suite is None or cls.suite == suite)
 
 
 def _load() -> None:

@@ -155,6 +155,8 @@ class Workload(abc.ABC):
     name: ClassVar[str]
     #: What it stands for in the paper's set, e.g. "SPEC ACCEL 303.ostencil".
     proxies: ClassVar[str]
+    #: Which of the paper's suites it belongs to: "hpc" or "dl".
+    suite: ClassVar[str] = "hpc"
     #: Iterations of a run; ``setup`` may change it with the footprint.
     n_steps: int = 100
 
