@@ -27,6 +27,10 @@ def _bench(args: argparse.Namespace) -> int:
         paths["pipeline"] = out / "analyze.csv"
         pipeline.to_csv(paths["pipeline"], index=False)
         print("## buddy analyze and its dask path\n\n```\n" + pipeline.round(2).to_string(index=False) + "\n```")
+        sim = bench.run_cache_sim()
+        paths["cache_sim"] = out / "cache_sim.csv"
+        sim.to_csv(paths["cache_sim"], index=False)
+        print("## timing model\n\n```\n" + sim.round(3).to_string(index=False) + "\n```")
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0
 
