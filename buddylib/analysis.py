@@ -336,6 +336,22 @@ def summarize(hist: xr.DataArray, snapshots: Sequence[Snapshot], thresholds: np.
         da = da.drop_vars("weighting", errors="ignore") if isinstance(da, xr.DataArray) else da
         ds[name] = da
         ds[name].attrs.update(units=units, description=desc)
+    refs = sorted({r for snap in snapshots for a in snap.allocations for r in a.reference_bytes})
+    if refs:  # whole-allocation zstd/lz4 references, where the snapshots measured them
+        ref = np.full((len(snapshots), len(names), len(refs)), np.nan)
+        col = {n: i for i, n in enumerate(names)}
+        for si, snap in enumerate(snapshots):
+            for a in snap.allocations:
+                for ri, r in enumerate(refs):
+                    if r in a.reference_bytes:
+                        ref[si, col[a.name], ri] = a.reference_bytes[r]
+        ref_da = xr.DataArray(ref, dims=("snapshot", "allocation", "reference"),
+                              coords={"snapshot": hist.snapshot.values, "allocation": names, "reference": refs})
+        ds["reference_ratio"] = ratio(nbytes, ref_da)
+        ds["reference_ratio"].attrs.update(units="1", description="bytes / whole-allocation zstd-1 or lz4 bytes "
+                                           "(not per entry: an upper reference, unusable by hardware)")
+        ds["reference_ratio_total"] = ratio(total_bytes, ref_da.sum("allocation", min_count=1))
+        ds["reference_ratio_total"].attrs.update(units="1", description="snapshot bytes / zstd-1 or lz4 bytes")
     ds = ds.assign_coords(kind=("allocation", meta["kind"]), dtype=("allocation", meta["dtype"]),
                           step=("snapshot", [int(s.step) for s in snapshots]),
                           workload=("snapshot", [s.workload for s in snapshots]))

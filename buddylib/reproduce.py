@@ -38,7 +38,7 @@ def hpc_ratios(data: Path, scale: str = "default", seed: int = 0, regenerate: bo
         path = data / f"{name}-{scale}-s{seed}.nc"
         t0 = time.perf_counter()
         if regenerate or not path.exists():
-            run = workloads.get(name).run(scale, seed=seed, compressors=DEFAULT_COMPRESSORS)
+            run = workloads.get(name).run(scale, seed=seed, compressors=DEFAULT_COMPRESSORS, references=("zstd", "lz4"))
             run.save(data)
             snaps, generated = run.snapshots, True
         else:

@@ -46,6 +46,8 @@ class Allocation:
     nbytes: int = 0
     source: tuple[str, int] | None = None
     sectors: dict[str, np.ndarray] = field(default_factory=dict)
+    #: whole-allocation compressed bytes by reference codec ("zstd", "lz4"), when measured
+    reference_bytes: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -133,6 +135,14 @@ class Snapshot:
             coords={"allocation": [a.name for a in self.allocations], "compressor": compressors},
             attrs={"workload": self.workload, "step": int(self.step), "time": float(self.time)},
         )
+        refs = sorted(set.intersection(*(set(a.reference_bytes) for a in self.allocations))) \
+            if self.allocations else []
+        if refs:
+            ds["reference_bytes"] = (("allocation", "reference"),
+                                     np.array([[a.reference_bytes[r] for r in refs] for a in self.allocations],
+                                              np.int64), {"units": "bytes",
+                                                          "description": "whole-allocation zstd-1 / lz4 size"})
+            ds = ds.assign_coords(reference=refs)
         if include_bytes:
             from buddylib.entries import as_entries
 
@@ -158,7 +168,9 @@ class Snapshot:
                 name=str(name), data=data, kind=str(ds["kind"].values[i]), dtype=str(ds["dtype"].values[i]),
                 shape=shape, nbytes=int(ds["nbytes"][i]),
                 sectors={c: np.asarray(ds["sectors"].sel(compressor=c).values[start:start + count])
-                         for c in comps}))
+                         for c in comps},
+                reference_bytes={str(r): int(ds["reference_bytes"].values[i, j])
+                                 for j, r in enumerate(ds["reference"].values)} if "reference_bytes" in ds else {}))
         return cls(workload=str(ds.attrs["workload"]), allocations=allocations, step=int(ds.attrs["step"]),
                    time=float(ds.attrs["time"]))
 

@@ -62,3 +62,16 @@ def test_bad_inputs(tmp_path: Path) -> None:
         Allocation.from_array("w", np.array(["a"]))
     with pytest.raises(ValueError, match="duplicate allocation names"):
         Snapshot("x", [Allocation.from_array("a", np.ones(4)), Allocation.from_array("a", np.ones(4))])
+
+
+def test_reference_sizes_survive_and_are_analysed(tmp_path: Path) -> None:
+    from buddylib import workloads
+
+    run = workloads.get("ostencil").run("quick", compressors=["bpc32"], references=("zstd", "lz4"))
+    back = snapshot.load(run.save(tmp_path))
+    for a, b in zip(run.snapshots[-1].allocations, back[-1].allocations, strict=True):
+        assert a.reference_bytes == b.reference_bytes and set(a.reference_bytes) == {"zstd", "lz4"}
+    ds = analyze(back, ["bpc32"])
+    first = back[0].allocations[0]
+    assert float(ds.reference_ratio.sel(snapshot=0, allocation=first.name, reference="zstd")) == \
+        first.nbytes / first.reference_bytes["zstd"]

@@ -178,13 +178,14 @@ class Workload(abc.ABC):
 
     def run(self, scale: str | float = "quick", seed: int = 0, n_snapshots: int = 8,
             compressors: Sequence[str] = ALL_COMPRESSORS, keep_bytes: bool = False,
-            progress: bool | None = None) -> Run:
+            progress: bool | None = None, references: Sequence[str] = ()) -> Run:
         """Run from the start to ``n_steps``, snapshotting at ``n_snapshots`` evenly spread steps.
 
         Each snapshot's allocations are compressed as they are taken (``compressors``), so a
-        run's memory stays that of the workload; ``keep_bytes`` also keeps copies of the bytes.
+        run's memory stays that of the workload; ``keep_bytes`` also keeps copies of the bytes;
+        ``references`` ("zstd", "lz4") records each allocation's whole-buffer compressed size.
         """
-        from buddylib.compressors import sectors
+        from buddylib.compressors import reference_bytes, sectors
 
         if n_snapshots < 2:
             raise ValueError(f"n_snapshots {n_snapshots}: at least the start and the end are recorded")
@@ -201,6 +202,7 @@ class Workload(abc.ABC):
                 for name, (arr, kind) in self.allocations().items():
                     a = Allocation.from_array(name, np.copy(arr) if keep_bytes else arr, kind=kind)
                     a.sectors = {c: sectors(arr, c) for c in compressors}
+                    a.reference_bytes = {r: reference_bytes(arr, r) for r in references}
                     digest.update(f"{name}:{arr.dtype}:{arr.shape}:".encode())
                     digest.update(np.ascontiguousarray(arr).view(np.uint8).reshape(-1))
                     if not keep_bytes:
