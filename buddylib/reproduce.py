@@ -37,12 +37,8 @@ def hpc_ratios(data: Path, scale: str = "default", seed: int = 0, regenerate: bo
     for name in tqdm(names or workloads.names("hpc"), desc="HPC workloads", unit="workload"):
         path = data / f"{name}-{scale}-s{seed}.nc"
         t0 = time.perf_counter()
-        if regenerate or not path.exists():
-            run = workloads.get(name).run(scale, seed=seed, compressors=DEFAULT_COMPRESSORS, references=("zstd", "lz4"))
-            run.save(data)
-            snaps, generated = run.snapshots, True
-        else:
-            snaps, generated = snapshot.load(path), False
+        generated = regenerate or not path.exists()
+        snaps = snapshot.load(workloads.cached_run(name, scale, seed, data, regenerate))
         ds = analyze(snaps, DEFAULT_COMPRESSORS, thresholds=[0.0, 0.1, 0.2, THRESHOLD, 0.4, 0.5], progress=False)
         last = ds.isel(snapshot=-1, drop=True).drop_dims("allocation").drop_vars(["step", "workload"], errors="ignore")
         datasets.append(last.expand_dims(workload=[name]))

@@ -8,6 +8,8 @@ True
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from buddylib.workloads.base import SCALES, Access, AccessProfile, Kernel, Run, Workload, footprint_bytes
 
 _REGISTRY: dict[str, type[Workload]] = {}
@@ -33,9 +35,23 @@ def names(suite: str | None = None) -> list[str]:
     return sorted(n for n, cls in _REGISTRY.items() if suite is None or cls.suite == suite)
 
 
+def cached_run(name: str, scale: str | float = "quick", seed: int = 0, data: str | Path = "data",
+               regenerate: bool = False) -> Path:
+    """Path of ``name``'s saved run (snapshots .nc beside its profile), running it only if missing.
+
+    Runs record all five compressors and the zstd/lz4 references, so any analysis can use them.
+    """
+    from buddylib.workloads.base import ALL_COMPRESSORS
+
+    path = Path(data) / f"{name}-{scale}-s{seed}.nc"
+    if regenerate or not path.exists() or not path.with_suffix(".profile.json").exists():
+        get(name).run(scale, seed=seed, compressors=ALL_COMPRESSORS, references=("zstd", "lz4")).save(data)
+    return path
+
+
 def _load() -> None:
     import buddylib.workloads.hpc  # noqa: F401 - registers the HPC proxies
 
 
-__all__ = ["SCALES", "Access", "AccessProfile", "Kernel", "Run", "Workload", "footprint_bytes", "get", "names",
-           "register"]
+__all__ = ["SCALES", "Access", "AccessProfile", "Kernel", "Run", "Workload", "cached_run", "footprint_bytes", "get",
+           "names", "register"]
