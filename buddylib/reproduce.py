@@ -17,8 +17,8 @@ import pandas as pd
 import xarray as xr
 from tqdm.auto import tqdm
 
-from buddylib import bench, snapshot, workloads
-from buddylib.analysis import DEFAULT_COMPRESSORS, analyze
+from buddylib import bench, experiments, workloads
+from buddylib.analysis import analyze
 
 #: The paper's headline numbers (Choukse et al., ISCA 2020; arXiv 1903.02596), quoted.
 PAPER = {
@@ -32,20 +32,13 @@ THRESHOLD = 0.3
 
 def hpc_ratios(data: Path, scale: str = "default", seed: int = 0, regenerate: bool = False,
                names: list[str] | None = None) -> tuple[xr.Dataset, pd.DataFrame]:
-    """Run (or reuse) every HPC workload and analyse it; return the Dataset and run times."""
-    datasets, times = [], []
-    for name in tqdm(names or workloads.names("hpc"), desc="HPC workloads", unit="workload"):
-        path = data / f"{name}-{scale}-s{seed}.nc"
-        t0 = time.perf_counter()
-        generated = regenerate or not path.exists()
-        snaps = snapshot.load(workloads.cached_run(name, scale, seed, data, regenerate))
-        ds = analyze(snaps, DEFAULT_COMPRESSORS, thresholds=[0.0, 0.1, 0.2, THRESHOLD, 0.4, 0.5], progress=False)
-        last = ds.isel(snapshot=-1, drop=True).drop_dims("allocation").drop_vars(["step", "workload"], errors="ignore")
-        datasets.append(last.expand_dims(workload=[name]))
-        times.append({"workload": name, "generated": generated, "seconds": time.perf_counter() - t0,
-                      "footprint_MiB": max(s.nbytes for s in snaps) / 2**20,
-                      "allocations": len(snaps[-1].allocations), "snapshots": len(snaps)})
-    return xr.concat(datasets, "workload"), pd.DataFrame(times)
+    """Run (or reuse) every HPC workload and analyse it: final snapshots, and run facts."""
+    ds = experiments.workload_ratios(names or workloads.names("hpc"), scale, seed, data, regenerate=regenerate)
+    last = experiments.final(ds)
+    times = pd.DataFrame({"workload": ds.workload.values, "seconds": ds.seconds.values,
+                          "footprint_MiB": last.footprint.values / 2**20, "allocations": last.n_allocations.values,
+                          "snapshots": ds.step.notnull().sum("snapshot").values})
+    return last, times
 
 
 def slowdowns(data: Path, names: list[str], scale: str = "default", seed: int = 0) -> xr.Dataset:
