@@ -42,6 +42,7 @@ def workload_ratios(names: Sequence[str], scale: str | float = "quick", seed: in
 def _per_workload(ds: xr.Dataset, name: str, seconds: float) -> xr.Dataset:
     by_kind = ds[["allocation_bytes", "device_bytes", "metadata_bytes"]].groupby("kind").sum()
     stored = (ds.sector_count * ds.sectors).sum("sectors") * 32
+    sector_total = ds.sector_count.sum("allocation")
     kinds = xr.Dataset({
         "kind_bytes": by_kind.allocation_bytes,
         "kind_ideal_ratio": (ds.allocation_bytes.groupby("kind").sum()
@@ -52,10 +53,34 @@ def _per_workload(ds: xr.Dataset, name: str, seconds: float) -> xr.Dataset:
     out = xr.merge([ds[keep], kinds], combine_attrs="override")
     out = out.assign(footprint=ds.allocation_bytes.sum("allocation"),
                      n_allocations=(ds.allocation_bytes > 0).sum("allocation"),
-                     seconds=((), seconds)).drop_vars(["workload"], errors="ignore")
+                     seconds=((), seconds), sector_count_total=sector_total).drop_vars(["workload"], errors="ignore")
     out["footprint"].attrs["units"] = "bytes"
     out["seconds"].attrs["units"] = "s"
     return out.expand_dims(workload=[name])
+
+
+def slowdowns(names: Sequence[str], scale: str | float = "quick", seed: int = 0, data: str | Path = "data",
+              threshold: float = 0.3) -> xr.Dataset:
+    """Timing-model sweep for each saved workload run, plus the Unified-Memory comparison."""
+    from buddylib.timing import LINKS, Params, Workset, gpu, link, sweep, um_slowdown
+
+    out = []
+    for name in tqdm(list(names), desc="timing model", unit="workload"):
+        ws = Workset.load(workloads.cached_run(name, scale, seed, data))
+        ds = sweep(ws, gpus=["V100-32GB", "A100-80GB", "H100-80GB", "H200-141GB"], links=list(LINKS),
+                   thresholds=[0.1, 0.2, 0.3, 0.4, 0.5], latency_scales=[0.5, 1, 2, 4, 8],
+                   metadata_cache_bytes=[4 << 10, 16 << 10, 64 << 10, 256 << 10])
+        eff = analyze(ws.snapshots, [ws.compressor], thresholds=[threshold], progress=False)
+        ratio = float(eff.effective_ratio.isel(snapshot=-1).item())
+        # UM oversubscribed by Buddy's gain; where Buddy gains nothing, nothing is oversubscribed
+        um = [um_slowdown(ws, ratio, gpu("V100-32GB"), link("NVLink2"), Params(um_page_bytes=p)) if ratio > 1
+              else (1.0, 0) for p in (4 << 10, 64 << 10, 2 << 20)]
+        ds["um_slowdown"] = ("um_page_bytes", [u[0] for u in um], {"units": "1"})
+        ds["um_faults"] = ("um_page_bytes", [u[1] for u in um], {"units": "faults per iteration"})
+        ds = ds.assign_coords(um_page_bytes=[4 << 10, 64 << 10, 2 << 20])
+        ds["effective_ratio"] = ((), ratio, {"units": "1"})
+        out.append(ds.expand_dims(workload=[name]))
+    return xr.concat(out, "workload", combine_attrs="drop_conflicts")
 
 
 def final(ds: xr.Dataset) -> xr.Dataset:

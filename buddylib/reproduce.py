@@ -15,18 +15,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import xarray as xr
-from tqdm.auto import tqdm
 
-from buddylib import bench, experiments, workloads
-from buddylib.analysis import analyze
+from buddylib import bench, experiments, paper, workloads
 
-#: The paper's headline numbers (Choukse et al., ISCA 2020; arXiv 1903.02596), quoted.
-PAPER = {
-    "hpc_ratio_isca": 1.9,
-    "hpc_ratio_arxiv": 2.2,
-    "dl_ratio": 1.5,
-    "slowdown_nvlink2": "1–2%",
-}
 THRESHOLD = 0.3
 
 
@@ -39,29 +30,6 @@ def hpc_ratios(data: Path, scale: str = "default", seed: int = 0, regenerate: bo
                           "footprint_MiB": last.footprint.values / 2**20, "allocations": last.n_allocations.values,
                           "snapshots": ds.step.notnull().sum("snapshot").values})
     return last, times
-
-
-def slowdowns(data: Path, names: list[str], scale: str = "default", seed: int = 0) -> xr.Dataset:
-    """Timing-model sweep for each saved workload run, plus the Unified-Memory comparison."""
-    from buddylib.timing import LINKS, Params, Workset, gpu, link, sweep, um_slowdown
-
-    out = []
-    for name in tqdm(names, desc="timing model", unit="workload"):
-        ws = Workset.load(data / f"{name}-{scale}-s{seed}.nc")
-        ds = sweep(ws, gpus=["V100-32GB", "A100-80GB", "H100-80GB", "H200-141GB"], links=list(LINKS),
-                   thresholds=[0.1, 0.2, THRESHOLD, 0.4, 0.5], latency_scales=[0.5, 1, 2, 4, 8],
-                   metadata_cache_bytes=[4 << 10, 16 << 10, 64 << 10, 256 << 10])
-        eff = analyze(ws.snapshots, [ws.compressor], thresholds=[THRESHOLD], progress=False)
-        ratio = float(eff.effective_ratio.isel(snapshot=-1).item())
-        # UM oversubscribed by Buddy's gain; where Buddy gains nothing, nothing is oversubscribed
-        um = [um_slowdown(ws, ratio, gpu("V100-32GB"), link("NVLink2"), Params(um_page_bytes=p)) if ratio > 1
-              else (1.0, 0) for p in (4 << 10, 64 << 10, 2 << 20)]
-        ds["um_slowdown"] = ("um_page_bytes", [u[0] for u in um], {"units": "1"})
-        ds["um_faults"] = ("um_page_bytes", [u[1] for u in um], {"units": "faults per iteration"})
-        ds = ds.assign_coords(um_page_bytes=[4 << 10, 64 << 10, 2 << 20])
-        ds["effective_ratio"] = ((), ratio, {"units": "1"})
-        out.append(ds.expand_dims(workload=[name]))
-    return xr.concat(out, "workload", combine_attrs="drop_conflicts")
 
 
 def plot_slowdown(ds: xr.Dataset, out: Path) -> dict[str, Path]:
@@ -113,10 +81,10 @@ def plot_hpc(ds: xr.Dataset, out: Path) -> dict[str, Path]:
     })
     fig, ax = plt.subplots(figsize=(11, 4.8), constrained_layout=True)
     sns.barplot(df, x="workload", y="ratio", hue="what", ax=ax)
-    ax.axhline(PAPER["hpc_ratio_isca"], color="k", ls="--", lw=1)
-    ax.axhline(PAPER["hpc_ratio_arxiv"], color="k", ls=":", lw=1)
-    ax.text(-0.45, PAPER["hpc_ratio_isca"], " paper average, ISCA: 1.9x", va="bottom", fontsize=8)
-    ax.text(-0.45, PAPER["hpc_ratio_arxiv"], " paper average, arXiv: 2.2x", va="bottom", fontsize=8)
+    ax.axhline(paper.HPC_RATIO_ISCA, color="k", ls="--", lw=1)
+    ax.axhline(paper.HPC_RATIO_ARXIV, color="k", ls=":", lw=1)
+    ax.text(-0.45, paper.HPC_RATIO_ISCA, " paper average, ISCA: 1.9x", va="bottom", fontsize=8)
+    ax.text(-0.45, paper.HPC_RATIO_ARXIV, " paper average, arXiv: 2.2x", va="bottom", fontsize=8)
     ax.set(ylabel="compression ratio (capacity expansion, x)", xlabel="HPC workload (proxy)",
            title="HPC workloads: Buddy effective ratio with BPC-32, final snapshot")
     ax.set_yscale("log", base=2)
@@ -153,7 +121,7 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
     hpc_took = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    slow = slowdowns(data, list(hpc.workload.values), scale=scale)
+    slow = experiments.slowdowns(list(hpc.workload.values), scale=scale, data=data)
     slow_dir = out / "slowdown"
     slow_dir.mkdir(exist_ok=True)
     slow.to_netcdf(slow_dir / "slowdown.nc")
@@ -180,11 +148,11 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
         "|---|---|---|",
         f"| effective capacity, HPC workloads (BPC-32, threshold 30%, mean of {eff.size}) | "
         f"{eff.mean():.2f}x (geometric mean {np.exp(np.log(eff).mean()):.2f}x) | "
-        f"{PAPER['hpc_ratio_isca']}x (ISCA), {PAPER['hpc_ratio_arxiv']}x (arXiv) |",
-        f"| effective capacity, DL training | not yet computed (DL workloads pending) | {PAPER['dl_ratio']}x |",
+        f"{paper.HPC_RATIO_ISCA}x (ISCA), {paper.HPC_RATIO_ARXIV}x (arXiv) |",
+        f"| effective capacity, DL training | not yet computed (DL workloads pending) | {paper.DL_RATIO}x |",
         f"| slowdown vs ideal GPU, V100 + NVLink2, HPC (geometric mean of {nv.size}) | "
         f"{100 * (np.exp(np.log(nv).mean()) - 1):+.1f}% (range {100 * (nv.min() - 1):+.1f}% to "
-        f"{100 * (nv.max() - 1):+.1f}%) | {PAPER['slowdown_nvlink2']} |",
+        f"{100 * (nv.max() - 1):+.1f}%) | 1–2% |",
         "",
         "Our HPC workloads are proxies that run the same algorithms on the same kinds of data structures as "
         "the paper's SPEC ACCEL and DOE applications, at a smaller scale; they are not those binaries.",
