@@ -19,7 +19,7 @@ import numba
 import numpy as np
 import pandas as pd
 import xarray as xr
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from buddylib import layout
 from buddylib.compressors import get as get_compressor

@@ -18,7 +18,7 @@ from pathlib import Path
 import numba
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from buddylib import compressors
 from buddylib.compressors.reference import reference_compress

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import xarray as xr
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from buddylib import snapshot, workloads
 from buddylib.analysis import DEFAULT_COMPRESSORS, analyze
@@ -60,12 +60,12 @@ def _per_workload(ds: xr.Dataset, name: str, seconds: float) -> xr.Dataset:
 
 
 def slowdowns(names: Sequence[str], scale: str | float = "quick", seed: int = 0, data: str | Path = "data",
-              threshold: float = 0.3) -> xr.Dataset:
+              threshold: float = 0.3, progress: bool = True) -> xr.Dataset:
     """Timing-model sweep for each saved workload run, plus the Unified-Memory comparison."""
     from buddylib.timing import LINKS, Params, Workset, gpu, link, sweep, um_slowdown
 
     out = []
-    for name in tqdm(list(names), desc="timing model", unit="workload"):
+    for name in tqdm(list(names), desc="timing model", unit="workload", disable=not progress):
         ws = Workset.load(workloads.cached_run(name, scale, seed, data))
         ds = sweep(ws, gpus=["V100-32GB", "A100-80GB", "H100-80GB", "H200-141GB"], links=list(LINKS),
                    thresholds=[0.1, 0.2, 0.3, 0.4, 0.5], latency_scales=[0.5, 1, 2, 4, 8],

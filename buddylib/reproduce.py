@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import xarray as xr
+from tqdm import tqdm
 
 from buddylib import bench, experiments, paper, workloads
 
@@ -64,6 +65,49 @@ def plot_slowdown(ds: xr.Dataset, out: Path) -> dict[str, Path]:
     return paths
 
 
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+
+
+def run_notebooks(out: Path, data: Path, scale: str = "default", names: list[str] | None = None,
+                  only: list[str] | None = None) -> pd.DataFrame:
+    """Execute every notebook (or ``only`` these) with papermill at ``scale`` into ``out``: ipynb, HTML,
+    and the figures and tidy data each writes into ``out/<notebook>/``."""
+    import nbconvert
+    import papermill
+
+    rows = []
+    (out / "notebooks").mkdir(parents=True, exist_ok=True)
+    books = [nb for nb in sorted(NOTEBOOKS.glob("[0-9]*.ipynb")) if only is None or nb.stem in only]
+    for nb in tqdm(books, desc="notebooks", unit="notebook"):
+        params = {"out_dir": str((out / nb.stem).resolve())}
+        declared = _parameters(nb)
+        for key, value in (("scale", scale), ("data_dir", str(data.resolve())), ("names", names)):
+            if key in declared and value is not None:
+                params[key] = value
+        executed = out / "notebooks" / nb.name
+        t0 = time.perf_counter()
+        papermill.execute_notebook(str(nb), str(executed), parameters=params, cwd=str(NOTEBOOKS),
+                                   progress_bar=False, kernel_name="python3")
+        html, _ = nbconvert.HTMLExporter().from_filename(str(executed))
+        executed.with_suffix(".html").write_text(html)
+        rows.append({"notebook": nb.stem, "seconds": time.perf_counter() - t0,
+                     "files": sorted(p.name for p in (out / nb.stem).glob("*")) if (out / nb.stem).exists() else []})
+    return pd.DataFrame(rows)
+
+
+def _parameters(nb: Path) -> set[str]:
+    """Names assigned in the notebook's cell tagged ``parameters``."""
+    import ast
+
+    import nbformat
+
+    for cell in nbformat.read(nb, as_version=4).cells:
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            return {t.id for node in ast.parse(cell.source).body if isinstance(node, ast.Assign)
+                    for t in node.targets if isinstance(t, ast.Name)}
+    return set()
+
+
 def plot_hpc(ds: xr.Dataset, out: Path) -> dict[str, Path]:
     """Effective vs ideal ratio per workload (BPC-32, threshold 30%), paper averages marked."""
     import matplotlib
@@ -98,10 +142,10 @@ def plot_hpc(ds: xr.Dataset, out: Path) -> dict[str, Path]:
 
 
 def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: bool = False,
-        scale: str = "default", names: list[str] | None = None) -> Path:
+        scale: str = "default", names: list[str] | None = None, notebooks: list[str] | None = None) -> Path:
     """Run all steps into ``out`` and write ``out/README.md``; return the index path.
 
-    ``scale`` and ``names`` (workloads) exist so tests can run the whole pipeline small.
+    ``scale``, ``names`` (workloads) and ``notebooks`` exist so tests can run the whole pipeline small.
     """
     out.mkdir(parents=True, exist_ok=True)
     data.mkdir(parents=True, exist_ok=True)
@@ -132,6 +176,8 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
     slow_paths = {"nc": slow_dir / "slowdown.nc", "csv": slow_dir / "slowdown.csv", **plot_slowdown(slow, slow_dir)}
     slow_took = time.perf_counter() - t0
     nv = slow.slowdown.sel(**at, link="NVLink2").values
+
+    executed = run_notebooks(out, data, scale, names, only=notebooks)
 
     eff = hpc.effective_ratio.sel(compressor="bpc32", threshold=THRESHOLD).values
     bpc = df[(df.compressor == "bpc32") & (df.operation == "size")].set_index("kind")
@@ -167,6 +213,12 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
         + ", ".join(f"[{p.name}](slowdown/{p.name})" for p in slow_paths.values()) + f" | {slow_took:.0f} s |",
         "| compressor study: speed and ratio beside zstd/lz4 | "
         + ", ".join(f"[{p.name}](bench/{p.name})" for p in bench_paths.values()) + f" | {bench_took:.0f} s |",
+    ]
+    for row in executed.itertuples():
+        lines.append(f"| notebook {row.notebook}: [executed](notebooks/{row.notebook}.ipynb), "
+                     f"[HTML](notebooks/{row.notebook}.html) | "
+                     + ", ".join(f"[{f}]({row.notebook}/{f})" for f in row.files) + f" | {row.seconds:.0f} s |")
+    lines += [
         "",
         "## HPC workloads",
         "",
@@ -199,9 +251,31 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
         "",
         bench_paths["markdown"].read_text().replace("# Compressor benchmark", "### Compressor benchmark"),
     ]
+    lines += ["", "## Environment", "", *(f"- {k}: {v}" for k, v in _environment().items()), ""]
     index = out / "README.md"
     index.write_text("\n".join(lines))
+    from nbconvert.filters import markdown2html
+
+    html = markdown2html("\n".join(lines)).replace(".md)", ".html)")
+    (out / "index.html").write_text(f"<!doctype html><meta charset='utf-8'><title>buddylib reports</title>"
+                                    f"<body style='font-family:sans-serif;max-width:1100px;margin:auto'>{html}")
     return index
+
+
+def _environment() -> dict[str, str]:
+    import platform
+    import sys
+
+    env = bench.environment()
+    env["python"] = sys.version.split()[0]
+    env["platform"] = platform.platform()
+    try:
+        import torch
+
+        env["torch"] = torch.__version__
+    except ImportError:
+        env["torch"] = "not installed"
+    return env
 
 
 def _hpc_table(hpc: xr.Dataset, times: pd.DataFrame) -> pd.DataFrame:

@@ -13,7 +13,7 @@ from buddylib.cli import main
 
 def test_pipeline_small(tmp_path: Path) -> None:
     index = reproduce.run(tmp_path / "reports", bench_mib=1, data=tmp_path / "data", scale="quick",
-                          names=["ostencil"])
+                          names=["ostencil"], notebooks=["02_hpc_ratios"])
     text = index.read_text()
     assert "effective capacity, HPC workloads" in text and "1.9x (ISCA)" in text
     for f in ("bench/bench.csv", "bench/bench.png", "hpc/hpc_ratios.nc", "hpc/hpc_ratios.png",
@@ -24,6 +24,10 @@ def test_pipeline_small(tmp_path: Path) -> None:
     slow = pd.read_csv(tmp_path / "reports/slowdown/slowdown.csv", index_col=0)
     assert list(slow.index) == ["ostencil"] and "NVLink2" in slow.columns
     assert (tmp_path / "data/ostencil-quick-s0.nc").exists()  # cached for the next run
+    assert (tmp_path / "reports/index.html").exists()
+    assert (tmp_path / "reports/notebooks/02_hpc_ratios.html").exists()
+    assert (tmp_path / "reports/02_hpc_ratios/hpc_ratios.png").exists()
+    assert "notebook 02_hpc_ratios" in text
 
 
 def test_workloads_cli(tmp_path: Path, capsys) -> None:

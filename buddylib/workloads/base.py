@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from buddylib.snapshot import Allocation, Snapshot
 
