@@ -134,10 +134,12 @@ def _entries(access, alloc, allocs, index_arrays, rng) -> np.ndarray:
     idx = index_arrays.get(access.index)
     if idx is None:
         raise ValueError(f"gather of {access.allocation!r} through {access.index!r}: index array not recorded")
-    items = np.asarray(idx).reshape(-1).astype(np.int64)
-    items = items[(items >= 0) & (items < n_items)]
-    count = max(1, round(access.fraction * items.size))
-    return _collapse(items[:count] * itemsize // ENTRY_BYTES)
+    rows = np.asarray(idx).reshape(-1).astype(np.int64)
+    rows = rows[(rows >= 0) & (rows * access.row < n_items)]
+    rows = rows[:max(1, round(access.fraction * rows.size))]
+    first = rows * access.row * itemsize // ENTRY_BYTES  # a row may straddle two entries
+    last = ((rows + 1) * access.row * itemsize - 1) // ENTRY_BYTES
+    return _collapse(np.stack([first, last], axis=1).reshape(-1))
 
 
 # ---------------------------------------------------------------------------------------

@@ -57,7 +57,8 @@ class Access:
 
     ``fraction``: share of the allocation's bytes touched; ``passes``: times those bytes
     move between memory and the chip (after caching); ``stride`` (elements) for strided;
-    ``index`` names the index allocation that drives a gather.
+    ``index`` names the index allocation that drives a gather, each index selecting ``row``
+    consecutive elements (3 for an atom's x, y, z in an (N, 3) array).
     """
 
     allocation: str
@@ -67,6 +68,7 @@ class Access:
     passes: float = 1.0
     stride: int = 1
     index: str | None = None
+    row: int = 1
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -75,6 +77,8 @@ class Access:
             raise ValueError(f"access to {self.allocation!r}: pattern {self.pattern!r} is not one of {PATTERNS}")
         if not 0 < self.fraction <= 1:
             raise ValueError(f"access to {self.allocation!r}: fraction {self.fraction} is outside (0, 1]")
+        if self.row < 1:
+            raise ValueError(f"access to {self.allocation!r}: row {self.row} must be >= 1 element")
         if (self.pattern == "gather") != (self.index is not None):
             raise ValueError(f"access to {self.allocation!r}: a gather names its index allocation, nothing else does")
 

@@ -3,4 +3,20 @@
 Importing this package registers them all.
 """
 
-from buddylib.workloads.hpc import ostencil  # noqa: F401
+from buddylib.workloads.hpc import (  # noqa: F401 - imported to register
+    bt,
+    cg,
+    cloverleaf,
+    ep,
+    hpgmg,
+    ilbdc,
+    lulesh,
+    md,
+    minighost,
+    mriq,
+    olbm,
+    ostencil,
+    seismic,
+    sp,
+    swim,
+)

@@ -1,0 +1,535 @@
+"""Shared pieces of the NAS SP and BT proxies (NPB 3.3, as ported to GPUs for SPEC ACCEL).
+
+SP and BT solve the same problem: the 3-D compressible Navier-Stokes equations (five
+conserved variables rho, rho u, rho v, rho w, rho E) on the unit cube with a manufactured
+solution — ``exact_solution`` is a fixed polynomial in (xi, eta, zeta) with coefficients
+``CE``, ``exact_rhs`` is the forcing that makes it a solution of the discrete equations'
+continuous counterpart, and Dirichlet boundary values come from it. Both run the same
+``compute_rhs`` (central differences of the Euler fluxes, viscous terms, fourth-order
+artificial dissipation) and then factor the implicit operator by ADI into x-, y- and
+z-line solves: SP diagonalises the flux Jacobians and solves three scalar pentadiagonal
+systems per line (``penta_line``), BT solves the 5x5 block-tridiagonal systems per line
+(``block_tridiag_line``).
+
+Arrays follow the GPU ports: ``u[5][KMAX][JMAXP+1][IMAXP+1]`` (variable-major, i fastest),
+with NPB's padding — the j and i extents are ``n // 2 * 2 + 1``, so an even grid carries one
+never-written column and row per plane. The constants, the boundary stencils of the
+dissipation and the verification norms are NPB's; ``grid(n)`` gives the padded shape.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+
+import numba as nb
+import numpy as np
+
+# NPB set_constants
+C1, C2, C3, C4, C5 = 1.4, 0.4, 0.1, 1.0, 1.4
+BT = math.sqrt(0.5)
+C1C2 = C1 * C2
+C1C5 = C1 * C5
+C3C4 = C3 * C4
+C1345 = C1C5 * C3C4
+CONZ1 = 1.0 - C1C5
+CON43 = 4.0 / 3.0
+CON16 = 1.0 / 6.0
+C2IV = 2.5
+#: second-order dissipation coefficients dx1..dx5 (all equal per direction), dy, dz
+DCOEF = (0.75, 0.75, 1.0)
+DSSP = 0.25 * max(DCOEF)
+CE = np.array([
+    [2.0, 0.0, 0.0, 4.0, 5.0, 3.0, 0.5, 0.02, 0.01, 0.03, 0.5, 0.4, 0.3],
+    [1.0, 0.0, 0.0, 0.0, 1.0, 2.0, 3.0, 0.01, 0.03, 0.02, 0.4, 0.3, 0.5],
+    [2.0, 2.0, 0.0, 0.0, 0.0, 2.0, 3.0, 0.04, 0.03, 0.05, 0.3, 0.5, 0.4],
+    [2.0, 2.0, 0.0, 0.0, 0.0, 2.0, 3.0, 0.03, 0.05, 0.04, 0.2, 0.1, 0.3],
+    [5.0, 4.0, 3.0, 2.0, 0.1, 0.4, 0.3, 0.05, 0.04, 0.03, 0.1, 0.3, 0.2],
+])
+
+
+@contextlib.contextmanager
+def threads_for(points: int) -> Iterator[None]:
+    """Run numba's parallel loops on one thread for small problems (launch costs beat the work)."""
+    if points >= 1 << 16:
+        yield
+        return
+    old = nb.get_num_threads()
+    nb.set_num_threads(1)
+    try:
+        yield
+    finally:
+        nb.set_num_threads(old)
+
+
+def padded(n: int) -> int:
+    """NPB's padded extent of an n-point direction: IMAXP + 1 with IMAXP = n / 2 * 2."""
+    return n // 2 * 2 + 1
+
+
+def grid(n: int) -> tuple[int, int, int]:
+    """Shape (KMAX, JMAXP+1, IMAXP+1) of a scalar field on an n^3 grid."""
+    return n, padded(n), padded(n)
+
+
+@nb.njit(cache=True, inline="always")
+def _exact(xi, eta, zeta, ce, m):
+    return (ce[m, 0] + xi * (ce[m, 1] + xi * (ce[m, 4] + xi * (ce[m, 7] + xi * ce[m, 10])))
+            + eta * (ce[m, 2] + eta * (ce[m, 5] + eta * (ce[m, 8] + eta * ce[m, 11])))
+            + zeta * (ce[m, 3] + zeta * (ce[m, 6] + zeta * (ce[m, 9] + zeta * ce[m, 12]))))
+
+
+@nb.njit(cache=True)
+def exact_solution(xi, eta, zeta, ce):
+    """The manufactured solution at one point, five conserved variables."""
+    out = np.empty(5)
+    for m in range(5):
+        out[m] = _exact(xi, eta, zeta, ce, m)
+    return out
+
+
+@nb.njit(cache=True, inline="always")
+def _d4(um2, um1, u0, up1, up2, i, n):
+    """NPB's fourth-difference dissipation stencil at i of an n-point line (one-sided near ends)."""
+    if i == 1:
+        return 5.0 * u0 - 4.0 * up1 + up2
+    if i == 2:
+        return -4.0 * um1 + 6.0 * u0 - 4.0 * up1 + up2
+    if i == n - 3:
+        return um2 - 4.0 * um1 + 6.0 * u0 - 4.0 * up1
+    if i == n - 2:
+        return um2 - 4.0 * um1 + 5.0 * u0
+    return um2 - 4.0 * um1 + 6.0 * u0 - 4.0 * up1 + up2
+
+
+@nb.njit(cache=True)
+def exact_rhs(forcing, gp0, gp1, gp2, ce):
+    """NPB exact_rhs: the forcing that makes ``exact_solution`` solve the discrete equations."""
+    forcing[:] = 0.0
+    gps = (gp0, gp1, gp2)
+    nmax = max(gp0, gp1, gp2)
+    ue = np.empty((nmax, 5))
+    buf = np.empty((nmax, 5))
+    cuf = np.empty(nmax)
+    q = np.empty(nmax)
+    for d in range(3):
+        n = gps[d]
+        t1 = float(n - 1) ** 2
+        t2 = (n - 1) / 2.0
+        t3 = float(n - 1)
+        dd = DCOEF[d]
+        con1 = C3C4 * t3 * CON43 * t3
+        con2 = C3C4 * t3 * t3
+        con3 = C3C4 * t3 * CONZ1 * t3
+        con4 = C3C4 * t3 * CON16 * t3
+        con5 = C3C4 * t3 * C1C5 * t3
+        v = d + 1
+        # lines along d through interior points of the other two directions
+        na, nb_ = (gp1, gp2) if d == 0 else ((gp0, gp2) if d == 1 else (gp0, gp1))
+        for b in range(1, nb_ - 1):
+            for a in range(1, na - 1):
+                for s in range(n):
+                    if d == 0:
+                        i, j, k = s, a, b
+                    elif d == 1:
+                        i, j, k = a, s, b
+                    else:
+                        i, j, k = a, b, s
+                    xi, eta, zeta = i / (gp0 - 1.0), j / (gp1 - 1.0), k / (gp2 - 1.0)
+                    for m in range(5):
+                        ue[s, m] = _exact(xi, eta, zeta, ce, m)
+                    dtpp = 1.0 / ue[s, 0]
+                    for m in range(1, 5):
+                        buf[s, m] = dtpp * ue[s, m]
+                    cuf[s] = buf[s, v] * buf[s, v]
+                    buf[s, 0] = buf[s, 1] ** 2 + buf[s, 2] ** 2 + buf[s, 3] ** 2
+                    q[s] = 0.5 * (buf[s, 1] * ue[s, 1] + buf[s, 2] * ue[s, 2] + buf[s, 3] * ue[s, 3])
+                for s in range(1, n - 1):
+                    if d == 0:
+                        i, j, k = s, a, b
+                    elif d == 1:
+                        i, j, k = a, s, b
+                    else:
+                        i, j, k = a, b, s
+                    p, mm = s + 1, s - 1
+                    f = forcing[:, k, j, i]
+                    f[0] += -t2 * (ue[p, v] - ue[mm, v]) + dd * t1 * (ue[p, 0] - 2.0 * ue[s, 0] + ue[mm, 0])
+                    for m in range(1, 4):
+                        if m == v:
+                            f[m] += (-t2 * ((ue[p, m] * buf[p, v] + C2 * (ue[p, 4] - q[p]))
+                                            - (ue[mm, m] * buf[mm, v] + C2 * (ue[mm, 4] - q[mm])))
+                                     + con1 * (buf[p, m] - 2.0 * buf[s, m] + buf[mm, m]))
+                        else:
+                            f[m] += (-t2 * (ue[p, m] * buf[p, v] - ue[mm, m] * buf[mm, v])
+                                     + con2 * (buf[p, m] - 2.0 * buf[s, m] + buf[mm, m]))
+                        f[m] += dd * t1 * (ue[p, m] - 2.0 * ue[s, m] + ue[mm, m])
+                    f[4] += (-t2 * (buf[p, v] * (C1 * ue[p, 4] - C2 * q[p])
+                                    - buf[mm, v] * (C1 * ue[mm, 4] - C2 * q[mm]))
+                             + 0.5 * con3 * (buf[p, 0] - 2.0 * buf[s, 0] + buf[mm, 0])
+                             + con4 * (cuf[p] - 2.0 * cuf[s] + cuf[mm])
+                             + con5 * (buf[p, 4] - 2.0 * buf[s, 4] + buf[mm, 4])
+                             + dd * t1 * (ue[p, 4] - 2.0 * ue[s, 4] + ue[mm, 4]))
+                    sm2, sp2 = max(s - 2, 0), min(s + 2, n - 1)
+                    for m in range(5):
+                        f[m] -= DSSP * _d4(ue[sm2, m], ue[mm, m], ue[s, m], ue[p, m], ue[sp2, m], s, n)
+    for k in range(1, gp2 - 1):
+        for j in range(1, gp1 - 1):
+            for i in range(1, gp0 - 1):
+                for m in range(5):
+                    forcing[m, k, j, i] = -forcing[m, k, j, i]
+
+
+@nb.njit(cache=True)
+def initialize(u, gp0, gp1, gp2, ce):
+    """NPB initialize: trilinear transfinite interpolation of the boundary values, exact on the faces."""
+    pface = np.empty((2, 3, 5))
+    for k in range(gp2):
+        zeta = k / (gp2 - 1.0)
+        for j in range(gp1):
+            eta = j / (gp1 - 1.0)
+            for i in range(gp0):
+                xi = i / (gp0 - 1.0)
+                for m in range(5):
+                    for s in range(2):
+                        pface[s, 0, m] = _exact(float(s), eta, zeta, ce, m)
+                        pface[s, 1, m] = _exact(xi, float(s), zeta, ce, m)
+                        pface[s, 2, m] = _exact(xi, eta, float(s), ce, m)
+                    pxi = xi * pface[1, 0, m] + (1.0 - xi) * pface[0, 0, m]
+                    peta = eta * pface[1, 1, m] + (1.0 - eta) * pface[0, 1, m]
+                    pzeta = zeta * pface[1, 2, m] + (1.0 - zeta) * pface[0, 2, m]
+                    u[m, k, j, i] = (pxi + peta + pzeta - pxi * peta - pxi * pzeta - peta * pzeta
+                                     + pxi * peta * pzeta)
+                if i == 0 or j == 0 or k == 0 or i == gp0 - 1 or j == gp1 - 1 or k == gp2 - 1:
+                    for m in range(5):
+                        u[m, k, j, i] = _exact(xi, eta, zeta, ce, m)
+
+
+@nb.njit(parallel=True, cache=True)
+def compute_rhs(u, rhs, forcing, rho_i, us, vs, ws, qs, square, speed, gp0, gp1, gp2, dt, with_speed):
+    """NPB compute_rhs: auxiliary fields, then forcing + flux differences + dissipation, times dt."""
+    for k in nb.prange(gp2):
+        for j in range(gp1):
+            for i in range(gp0):
+                rho_inv = 1.0 / u[0, k, j, i]
+                rho_i[k, j, i] = rho_inv
+                us[k, j, i] = u[1, k, j, i] * rho_inv
+                vs[k, j, i] = u[2, k, j, i] * rho_inv
+                ws[k, j, i] = u[3, k, j, i] * rho_inv
+                sq = 0.5 * (u[1, k, j, i] ** 2 + u[2, k, j, i] ** 2 + u[3, k, j, i] ** 2) * rho_inv
+                square[k, j, i] = sq
+                qs[k, j, i] = sq * rho_inv
+                if with_speed:
+                    speed[k, j, i] = math.sqrt(C1C2 * rho_inv * (u[4, k, j, i] - sq))
+                for m in range(5):
+                    rhs[m, k, j, i] = forcing[m, k, j, i]
+    gps = (gp0, gp1, gp2)
+    for k in nb.prange(1, gp2 - 1):
+        acc = np.empty(5)
+        for j in range(1, gp1 - 1):
+            for i in range(1, gp0 - 1):
+                acc[:] = 0.0
+                for d in range(3):
+                    n = gps[d]
+                    t1 = float(n - 1) ** 2
+                    t2 = (n - 1) / 2.0
+                    t3 = float(n - 1)
+                    dd = DCOEF[d]
+                    con2 = C3C4 * t3 * t3
+                    con3 = C3C4 * t3 * CONZ1 * t3
+                    con4 = C3C4 * t3 * CON16 * t3
+                    con5 = C3C4 * t3 * C1C5 * t3
+                    v = d + 1
+                    if d == 0:
+                        s, kp, jp, ip, km, jm, im = i, k, j, i + 1, k, j, i - 1
+                        kp2, jp2, ip2, km2, jm2, im2 = k, j, min(i + 2, n - 1), k, j, max(i - 2, 0)
+                        vel = us
+                    elif d == 1:
+                        s, kp, jp, ip, km, jm, im = j, k, j + 1, i, k, j - 1, i
+                        kp2, jp2, ip2, km2, jm2, im2 = k, min(j + 2, n - 1), i, k, max(j - 2, 0), i
+                        vel = vs
+                    else:
+                        s, kp, jp, ip, km, jm, im = k, k + 1, j, i, k - 1, j, i
+                        kp2, jp2, ip2, km2, jm2, im2 = min(k + 2, n - 1), j, i, max(k - 2, 0), j, i
+                        vel = ws
+                    vp, v0, vm = vel[kp, jp, ip], vel[k, j, i], vel[km, jm, im]
+                    acc[0] += (dd * t1 * (u[0, kp, jp, ip] - 2.0 * u[0, k, j, i] + u[0, km, jm, im])
+                               - t2 * (u[v, kp, jp, ip] - u[v, km, jm, im]))
+                    for m in range(1, 4):
+                        if m == 1:
+                            velm = us
+                        elif m == 2:
+                            velm = vs
+                        else:
+                            velm = ws
+                        acc[m] += dd * t1 * (u[m, kp, jp, ip] - 2.0 * u[m, k, j, i] + u[m, km, jm, im])
+                        if m == v:
+                            acc[m] += (con2 * CON43 * (vp - 2.0 * v0 + vm)
+                                       - t2 * (u[m, kp, jp, ip] * vp - u[m, km, jm, im] * vm
+                                               + (u[4, kp, jp, ip] - square[kp, jp, ip]
+                                                  - u[4, km, jm, im] + square[km, jm, im]) * C2))
+                        else:
+                            acc[m] += (con2 * (velm[kp, jp, ip] - 2.0 * velm[k, j, i] + velm[km, jm, im])
+                                       - t2 * (u[m, kp, jp, ip] * vp - u[m, km, jm, im] * vm))
+                    acc[4] += (dd * t1 * (u[4, kp, jp, ip] - 2.0 * u[4, k, j, i] + u[4, km, jm, im])
+                               + con3 * (qs[kp, jp, ip] - 2.0 * qs[k, j, i] + qs[km, jm, im])
+                               + con4 * (vp * vp - 2.0 * v0 * v0 + vm * vm)
+                               + con5 * (u[4, kp, jp, ip] * rho_i[kp, jp, ip] - 2.0 * u[4, k, j, i] * rho_i[k, j, i]
+                                         + u[4, km, jm, im] * rho_i[km, jm, im])
+                               - t2 * ((C1 * u[4, kp, jp, ip] - C2 * square[kp, jp, ip]) * vp
+                                       - (C1 * u[4, km, jm, im] - C2 * square[km, jm, im]) * vm))
+                    for m in range(5):
+                        acc[m] -= DSSP * _d4(u[m, km2, jm2, im2], u[m, km, jm, im], u[m, k, j, i],
+                                             u[m, kp, jp, ip], u[m, kp2, jp2, ip2], s, n)
+                for m in range(5):
+                    rhs[m, k, j, i] = (rhs[m, k, j, i] + acc[m]) * dt
+
+
+@nb.njit(parallel=True, cache=True)
+def add(u, rhs, gp0, gp1, gp2):
+    """u += rhs on the interior."""
+    for k in nb.prange(1, gp2 - 1):
+        for j in range(1, gp1 - 1):
+            for i in range(1, gp0 - 1):
+                for m in range(5):
+                    u[m, k, j, i] += rhs[m, k, j, i]
+
+
+@nb.njit(cache=True)
+def error_norm(u, gp0, gp1, gp2, ce):
+    """NPB error_norm: RMS deviation of u from the exact solution, per variable."""
+    rms = np.zeros(5)
+    for k in range(gp2):
+        zeta = k / (gp2 - 1.0)
+        for j in range(gp1):
+            eta = j / (gp1 - 1.0)
+            for i in range(gp0):
+                xi = i / (gp0 - 1.0)
+                for m in range(5):
+                    e = u[m, k, j, i] - _exact(xi, eta, zeta, ce, m)
+                    rms[m] += e * e
+    for m in range(5):
+        rms[m] = math.sqrt(rms[m] / ((gp0 - 2.0) * (gp1 - 2.0) * (gp2 - 2.0)))
+    return rms
+
+
+@nb.njit(cache=True)
+def rhs_norm(rhs, gp0, gp1, gp2):
+    """NPB rhs_norm: RMS of the (dt-scaled) residual on the interior, per variable."""
+    rms = np.zeros(5)
+    for k in range(1, gp2 - 1):
+        for j in range(1, gp1 - 1):
+            for i in range(1, gp0 - 1):
+                for m in range(5):
+                    rms[m] += rhs[m, k, j, i] ** 2
+    for m in range(5):
+        rms[m] = math.sqrt(rms[m] / ((gp0 - 2.0) * (gp1 - 2.0) * (gp2 - 2.0)))
+    return rms
+
+
+# --- SP: scalar pentadiagonal line solves --------------------------------------------------
+
+@nb.njit(cache=True)
+def penta_line(a, r, m0, m1, n):
+    """Solve the pentadiagonal system ``a`` (5, n) for right-hand sides ``r[m0:m1]`` in place (NPB SP).
+
+    Row i reads ``a[0,i] x[i-2] + a[1,i] x[i-1] + a[2,i] x[i] + a[3,i] x[i+1] + a[4,i] x[i+2]``;
+    Thomas-style elimination without pivoting, as NPB, then back substitution. ``a`` is overwritten.
+    """
+    for i in range(n - 2):
+        i1, i2 = i + 1, i + 2
+        fac1 = 1.0 / a[2, i]
+        a[3, i] *= fac1
+        a[4, i] *= fac1
+        for m in range(m0, m1):
+            r[m, i] *= fac1
+        a[2, i1] -= a[1, i1] * a[3, i]
+        a[3, i1] -= a[1, i1] * a[4, i]
+        for m in range(m0, m1):
+            r[m, i1] -= a[1, i1] * r[m, i]
+        a[1, i2] -= a[0, i2] * a[3, i]
+        a[2, i2] -= a[0, i2] * a[4, i]
+        for m in range(m0, m1):
+            r[m, i2] -= a[0, i2] * r[m, i]
+    i, i1 = n - 2, n - 1
+    fac1 = 1.0 / a[2, i]
+    a[3, i] *= fac1
+    a[4, i] *= fac1
+    for m in range(m0, m1):
+        r[m, i] *= fac1
+    a[2, i1] -= a[1, i1] * a[3, i]
+    a[3, i1] -= a[1, i1] * a[4, i]
+    fac2 = 1.0 / a[2, i1]
+    for m in range(m0, m1):
+        r[m, i1] -= a[1, i1] * r[m, i]
+        r[m, i1] *= fac2
+        r[m, i] -= a[3, i] * r[m, i1]
+    for i in range(n - 3, -1, -1):
+        for m in range(m0, m1):
+            r[m, i] = r[m, i] - a[3, i] * r[m, i + 1] - a[4, i] * r[m, i + 2]
+
+
+@nb.njit(cache=True)
+def sp_line(lhs, lhsp, lhsm, rhon, r, cv, rho_i, speed, n, dtt1, dtt2, dd, dt):
+    """Build the three SP factors (u, u+c, u-c eigenvalues) of one grid line and solve them."""
+    comz1 = dt * DSSP
+    comz4, comz5, comz6 = 4.0 * comz1, 5.0 * comz1, 6.0 * comz1
+    for s in range(n):
+        ru1 = C3C4 * rho_i[s]
+        rhon[s] = max(max(dd + CON43 * ru1, dd + C1C5 * ru1), max(dd + ru1, dd))
+    for m in range(5):
+        lhs[m, 0] = lhs[m, n - 1] = 0.0
+    lhs[2, 0] = lhs[2, n - 1] = 1.0
+    for s in range(1, n - 1):
+        lhs[0, s] = 0.0
+        lhs[1, s] = -dtt2 * cv[s - 1] - dtt1 * rhon[s - 1]
+        lhs[2, s] = 1.0 + 2.0 * dtt1 * rhon[s]
+        lhs[3, s] = dtt2 * cv[s + 1] - dtt1 * rhon[s + 1]
+        lhs[4, s] = 0.0
+    # fourth-order dissipation
+    lhs[2, 1] += comz5
+    lhs[3, 1] -= comz4
+    lhs[4, 1] += comz1
+    lhs[1, 2] -= comz4
+    lhs[2, 2] += comz6
+    lhs[3, 2] -= comz4
+    lhs[4, 2] += comz1
+    for s in range(3, n - 3):
+        lhs[0, s] += comz1
+        lhs[1, s] -= comz4
+        lhs[2, s] += comz6
+        lhs[3, s] -= comz4
+        lhs[4, s] += comz1
+    s = n - 3
+    lhs[0, s] += comz1
+    lhs[1, s] -= comz4
+    lhs[2, s] += comz6
+    lhs[3, s] -= comz4
+    lhs[0, s + 1] += comz1
+    lhs[1, s + 1] -= comz4
+    lhs[2, s + 1] += comz5
+    for m in range(5):
+        for s in range(n):
+            lhsp[m, s] = lhs[m, s]
+            lhsm[m, s] = lhs[m, s]
+    for s in range(1, n - 1):
+        lhsp[1, s] -= dtt2 * speed[s - 1]
+        lhsp[3, s] += dtt2 * speed[s + 1]
+        lhsm[1, s] += dtt2 * speed[s - 1]
+        lhsm[3, s] -= dtt2 * speed[s + 1]
+    penta_line(lhs, r, 0, 3, n)
+    penta_line(lhsp, r, 3, 4, n)
+    penta_line(lhsm, r, 4, 5, n)
+
+
+# --- BT: 5x5 block-tridiagonal line solves -------------------------------------------------
+
+@nb.njit(cache=True)
+def _binvcrhs(lhs, s, r, with_c):
+    """Gauss-Jordan on block B = lhs[1,:,:,s]: C <- B^-1 C (if with_c), r <- B^-1 r (NPB binvcrhs/binvrhs)."""
+    for p in range(5):
+        pivot = 1.0 / lhs[1, p, p, s]
+        for c in range(p + 1, 5):
+            lhs[1, p, c, s] *= pivot
+        if with_c:
+            for c in range(5):
+                lhs[2, p, c, s] *= pivot
+        r[p, s] *= pivot
+        for q in range(5):
+            if q != p:
+                coeff = lhs[1, q, p, s]
+                for c in range(p + 1, 5):
+                    lhs[1, q, c, s] -= coeff * lhs[1, p, c, s]
+                if with_c:
+                    for c in range(5):
+                        lhs[2, q, c, s] -= coeff * lhs[2, p, c, s]
+                r[q, s] -= coeff * r[p, s]
+
+
+@nb.njit(cache=True)
+def block_tridiag_line(lhs, r, n):
+    """Solve the block-tridiagonal system lhs (3, 5, 5, n) = [A, B, C] blocks, rhs r (5, n), in place.
+
+    Row s: ``A_s x_{s-1} + B_s x_s + C_s x_{s+1} = r_s``; block Thomas as NPB BT (x_solve_cell).
+    """
+    _binvcrhs(lhs, 0, r, True)
+    for s in range(1, n):
+        for p in range(5):  # r_s -= A_s r_{s-1}
+            acc = 0.0
+            for c in range(5):
+                acc += lhs[0, p, c, s] * r[c, s - 1]
+            r[p, s] -= acc
+        for p in range(5):  # B_s -= A_s C_{s-1}
+            for c in range(5):
+                acc = 0.0
+                for q in range(5):
+                    acc += lhs[0, p, q, s] * lhs[2, q, c, s - 1]
+                lhs[1, p, c, s] -= acc
+        _binvcrhs(lhs, s, r, s < n - 1)
+    for s in range(n - 2, -1, -1):
+        for p in range(5):
+            acc = 0.0
+            for c in range(5):
+                acc += lhs[2, p, c, s] * r[c, s + 1]
+            r[p, s] -= acc
+
+
+@nb.njit(cache=True)
+def bt_line(fjac, njac, lhs, r, u, rho_i, qs, square, n, d, dtt1, dtt2):
+    """Flux (fjac) and viscous (njac) Jacobians along one line in direction d, the blocks, the solve."""
+    v = d + 1
+    for s in range(n):
+        tmp1 = rho_i[s]
+        tmp2 = tmp1 * tmp1
+        tmp3 = tmp1 * tmp2
+        uv = u[v, s]
+        for a in range(5):
+            for b in range(5):
+                fjac[a, b, s] = 0.0
+                njac[a, b, s] = 0.0
+        fjac[0, v, s] = 1.0
+        for a in range(1, 4):
+            if a == v:
+                fjac[a, 0, s] = -(uv * tmp2 * uv) + C2 * qs[s]
+                fjac[a, a, s] = (2.0 - C2) * uv * tmp1
+                for b in range(1, 4):
+                    if b != v:
+                        fjac[a, b, s] = -C2 * u[b, s] * tmp1
+                fjac[a, 4, s] = C2
+            else:
+                fjac[a, 0, s] = -(u[a, s] * uv) * tmp2
+                fjac[a, v, s] = u[a, s] * tmp1
+                fjac[a, a, s] = uv * tmp1
+        fjac[4, 0, s] = (C2 * 2.0 * square[s] - C1 * u[4, s]) * (uv * tmp2)
+        fjac[4, v, s] = C1 * u[4, s] * tmp1 - C2 * (uv * uv * tmp2 + qs[s])
+        for b in range(1, 4):
+            if b != v:
+                fjac[4, b, s] = -C2 * (u[b, s] * uv) * tmp2
+        fjac[4, 4, s] = C1 * (uv * tmp1)
+        n40 = -C1345 * tmp2 * u[4, s]
+        for a in range(1, 4):
+            coef = CON43 * C3C4 if a == v else C3C4
+            njac[a, 0, s] = -coef * tmp2 * u[a, s]
+            njac[a, a, s] = coef * tmp1
+            n40 -= (coef - C1345) * tmp3 * (u[a, s] * u[a, s])
+            njac[4, a, s] = (coef - C1345) * tmp2 * u[a, s]
+        njac[4, 0, s] = n40
+        njac[4, 4, s] = C1345 * tmp1
+    dd = DCOEF[d]
+    for s in (0, n - 1):  # lhsinit
+        for a in range(3):
+            for p in range(5):
+                for c in range(5):
+                    lhs[a, p, c, s] = 0.0
+        for p in range(5):
+            lhs[1, p, p, s] = 1.0
+    for s in range(1, n - 1):
+        for p in range(5):
+            for c in range(5):
+                lhs[0, p, c, s] = -dtt2 * fjac[p, c, s - 1] - dtt1 * njac[p, c, s - 1]
+                lhs[1, p, c, s] = dtt1 * 2.0 * njac[p, c, s]
+                lhs[2, p, c, s] = dtt2 * fjac[p, c, s + 1] - dtt1 * njac[p, c, s + 1]
+            lhs[0, p, p, s] -= dtt1 * dd
+            lhs[1, p, p, s] += 1.0 + dtt1 * 2.0 * dd
+            lhs[2, p, p, s] -= dtt1 * dd
+    block_tridiag_line(lhs, r, n)

@@ -1,0 +1,175 @@
+"""mriq: the Q matrix of non-Cartesian MRI reconstruction (proxy of SPEC ACCEL 314.omriq / Parboil mri-q).
+
+Parboil's mri-q computes, for every voxel x of the reconstruction grid,
+Q(x) = sum_k |phi(k)|^2 exp(i 2 pi k . x) over the scanner's k-space samples: first
+``phiMag = phiR^2 + phiI^2`` (ComputePhiMag), then Q in chunks of 1024 samples
+(KERNEL_Q_K_ELEMS_PER_GRID), each chunk's ``kVals`` (Kx, Ky, Kz, PhiMag) read by every voxel
+thread and added into ``Qr``, ``Qi``, which start as zeros (cudaMemset). One step here is one
+chunk, so the outputs fill in over the run.
+
+The data: voxel centres of an n^3 grid in field-of-view units (``x``, ``y``, ``z``: float32,
+x fastest, regular values), a centre-out 3-D radial trajectory (as in UTE imaging: spokes from
+k = 0 along Fibonacci-sphere directions under a random rotation; k in cycles per field of view
+up to the grid's Nyquist limit), and ``phiR``/``phiI``, the Fourier transform of the voxel basis
+function (a one-voxel box, sinc in each axis) shifted by a random sub-voxel offset. The
+device holds x, y, z, phiR, phiI, phiMag, the array-of-structs ``kVals`` (numK x 4 float32,
+as Parboil packs kx, ky, kz and phiMag) and Qr, Qi (all float32); voxels hold most of the
+bytes, as in Parboil's datasets.
+
+sin and cos are evaluated the way fast-math GPU intrinsics do: the phase is reduced to
+whole cycles (k . x - rint(k . x)) and a short polynomial gives sin and cos of the remaining
+half turn, accurate to float32 rounding.
+
+Check (tests): Q equals a direct complex128 numpy sum on a small case to float32 tolerance,
+after every chunk; Q at the origin voxel is sum |phi|^2.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from buddylib.workloads import register
+from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload
+
+CHUNK = 1024  # Parboil's KERNEL_Q_K_ELEMS_PER_GRID
+
+
+@nb.njit(parallel=True, fastmath=True, cache=True)
+def _compute_q(x, y, z, kvals, k0, k1, qr, qi):
+    """Qr/Qi[i] += sum_{k0 <= k < k1} phiMag[k] (cos, sin)(2 pi k . x_i), one voxel per thread.
+
+    The chunk of kVals is first staged (on the GPU: into constant memory; here: into four
+    contiguous arrays the inner loop vectorises over).
+    """
+    m = k1 - k0
+    kx = np.empty(m, np.float32)
+    ky = np.empty(m, np.float32)
+    kz = np.empty(m, np.float32)
+    pm = np.empty(m, np.float32)
+    for k in range(m):
+        kx[k] = kvals[k0 + k, 0]
+        ky[k] = kvals[k0 + k, 1]
+        kz[k] = kvals[k0 + k, 2]
+        pm[k] = kvals[k0 + k, 3]
+    pi = np.float32(np.pi)
+    one = np.float32(1.0)
+    for i in nb.prange(x.size):
+        xi = x[i]
+        yi = y[i]
+        zi = z[i]
+        ar = np.float32(0.0)
+        ai = np.float32(0.0)
+        for k in range(m):
+            t = kx[k] * xi + ky[k] * yi + kz[k] * zi  # cycles
+            u = pi * (t - np.rint(t))  # half the phase, in [-pi/2, pi/2]
+            u2 = u * u
+            s = u * (one + u2 * (np.float32(-1 / 6) + u2 * (np.float32(1 / 120) + u2 * (
+                np.float32(-1 / 5040) + u2 * (np.float32(1 / 362880) + u2 * np.float32(-1 / 39916800))))))
+            c = one + u2 * (np.float32(-1 / 2) + u2 * (np.float32(1 / 24) + u2 * (np.float32(-1 / 720) + u2 * (
+                np.float32(1 / 40320) + u2 * (np.float32(-1 / 3628800) + u2 * np.float32(1 / 479001600))))))
+            ar += pm[k] * (c * c - s * s)  # cos(2 pi t)
+            ai += pm[k] * (np.float32(2.0) * s * c)  # sin(2 pi t)
+        qr[i] += ar
+        qi[i] += ai
+
+
+def _fibonacci_directions(n: int) -> np.ndarray:
+    """n nearly uniform unit vectors on the sphere."""
+    i = np.arange(n) + 0.5
+    cz = 1 - 2 * i / n  # z in (-1, 1)
+    phi = np.pi * (1 + 5**0.5) * i
+    r = np.sqrt(1 - cz**2)
+    return np.stack([r * np.cos(phi), r * np.sin(phi), cz], axis=1)
+
+
+def _random_rotation(rng: np.random.Generator) -> np.ndarray:
+    q, r = np.linalg.qr(rng.standard_normal((3, 3)))
+    q *= np.sign(np.diag(r))
+    if np.linalg.det(q) < 0:
+        q[:, 0] = -q[:, 0]
+    return q
+
+
+@register
+class MRIQ(Workload):
+    name = "mriq"
+    proxies = "SPEC ACCEL 314.omriq (Parboil mri-q)"
+
+    chunks = 8  # k-space chunks of CHUNK samples: one per step
+
+    def setup(self, footprint: int, rng: np.random.Generator) -> None:
+        num_k = self.chunks * CHUNK
+        side = int(((footprint - 28 * num_k) / 20) ** (1 / 3))
+        self.setup_problem(side, num_k, rng)
+
+    def setup_problem(self, side: int, num_k: int, rng: np.random.Generator, chunk: int = CHUNK) -> None:
+        """An ``side``^3 voxel grid, ``num_k`` k-space samples, processed ``chunk`` at a time."""
+        self.side, self.chunk = side, chunk
+        c = (np.arange(side, dtype=np.float64) - side // 2) / side  # voxel centres, FOV units; 0 included
+        zz, yy, xx = np.meshgrid(c, c, c, indexing="ij")
+        self.x = xx.reshape(-1).astype(np.float32)
+        self.y = yy.reshape(-1).astype(np.float32)
+        self.z = zz.reshape(-1).astype(np.float32)
+        # centre-out 3-D radial trajectory: spokes of `n_read` samples, |k| up to side / 2
+        n_read = 32
+        n_spokes = -(-num_k // n_read)
+        dirs = _fibonacci_directions(n_spokes) @ _random_rotation(rng).T
+        radius = (np.arange(n_read) + 0.5) / n_read * (side / 2)
+        k = (dirs[:, None, :] * radius[None, :, None]).reshape(-1, 3)[:num_k]
+        self.num_k = num_k
+        # phi: FT of a one-voxel box basis function, shifted by a random sub-voxel offset
+        shift = rng.uniform(-0.5, 0.5, 3) / side
+        phi = np.prod(np.sinc(k / side), axis=1) * np.exp(-2j * np.pi * (k @ shift))
+        self.phiR = phi.real.astype(np.float32)
+        self.phiI = phi.imag.astype(np.float32)
+        self.phiMag = self.phiR * self.phiR + self.phiI * self.phiI  # ComputePhiMag (float32)
+        self.kVals = np.empty((num_k, 4), np.float32)  # struct kValues {Kx, Ky, Kz, PhiMag}
+        self.kVals[:, :3] = k
+        self.kVals[:, 3] = self.phiMag
+        self.Qr = np.zeros(self.x.size, np.float32)
+        self.Qi = np.zeros(self.x.size, np.float32)
+        self.n_steps = -(-num_k // chunk)
+        self.done = 0  # k-space samples accumulated so far
+
+    @property
+    def kx(self) -> np.ndarray:
+        return self.kVals[:, 0]
+
+    @property
+    def ky(self) -> np.ndarray:
+        return self.kVals[:, 1]
+
+    @property
+    def kz(self) -> np.ndarray:
+        return self.kVals[:, 2]
+
+    def step(self) -> None:
+        k1 = min(self.done + self.chunk, self.num_k)
+        _compute_q(self.x, self.y, self.z, self.kVals, self.done, k1, self.Qr, self.Qi)
+        self.done = k1
+
+    def allocations(self) -> dict[str, tuple[np.ndarray, str]]:
+        return {
+            "x": (self.x, "input"), "y": (self.y, "input"), "z": (self.z, "input"),
+            "phiR": (self.phiR, "input"), "phiI": (self.phiI, "input"), "phiMag": (self.phiMag, "field"),
+            "kVals": (self.kVals, "input"), "Qr": (self.Qr, "field"), "Qi": (self.Qi, "field"),
+        }
+
+    def profile(self) -> AccessProfile:
+        chunk = min(self.chunk, self.num_k)
+        # per voxel and sample: k . x (5), 2 pi scaling (1), sin and cos (counted 1 each, as
+        # special-function ops), two multiply-adds into Qr, Qi (4)
+        return AccessProfile(self.name, [
+            Kernel("ComputeQ", [Access("x", "read"), Access("y", "read"), Access("z", "read"),
+                                Access("kVals", "read", fraction=chunk / self.num_k),
+                                Access("Qr", "readwrite"), Access("Qi", "readwrite")],
+                   flops=12.0 * self.x.size * chunk),
+        ])
+
+    def reference(self, voxels: np.ndarray | slice = slice(None), upto: int | None = None) -> np.ndarray:
+        """Q at ``voxels`` over the first ``upto`` samples, directly in complex128 (for tests)."""
+        upto = self.done if upto is None else upto
+        pos = np.stack([self.x[voxels], self.y[voxels], self.z[voxels]], axis=1).astype(np.float64)
+        k = self.kVals[:upto, :3].astype(np.float64)
+        return np.exp(2j * np.pi * (pos @ k.T)) @ self.phiMag[:upto].astype(np.float64)
