@@ -91,3 +91,15 @@ def test_sweep_dataset() -> None:
     assert ds.slowdown.attrs["units"] == "1"
     with pytest.raises(ValueError, match="unknown link preset"):
         sweep(ws, links=["NVLink9"])
+
+
+def test_gather_rows_land_on_their_entries() -> None:
+    from buddylib.timing.model import _entries
+
+    # atom j of an (N, 3) float64 array sits at bytes 24 j .. 24 j + 23 of its 128-byte entries
+    alloc = Allocation(name="pos", dtype="float64", shape=(64, 3), nbytes=64 * 24)
+    idx = {"nbr": np.array([0, 5, 6, 60])}
+    acc = Access("pos", "read", "gather", index="nbr", row=3)
+    got = _entries(acc, alloc, {}, idx, np.random.default_rng(0)).tolist()
+    # atom 0 -> entry 0; atom 5 (bytes 120..143) straddles 0 and 1; atom 6 (144..167) -> 1; atom 60 -> 11
+    assert got == [0, 1, 11]
