@@ -36,7 +36,8 @@ def workload_ratios(names: Sequence[str], scale: str | float = "quick", seed: in
         snaps = snapshot.load(workloads.cached_run(name, scale, seed, data, regenerate))
         ds = analyze(snaps, compressors, thresholds=thresholds, policy=policy, progress=False)
         parts.append(_per_workload(ds, name, time.perf_counter() - t0))
-    return xr.concat(parts, "workload", join="outer", combine_attrs="drop_conflicts")
+    return xr.concat(parts, "workload", join="outer", coords="different", compat="equals",
+                     combine_attrs="drop_conflicts")
 
 
 def _per_workload(ds: xr.Dataset, name: str, seconds: float) -> xr.Dataset:
@@ -80,7 +81,8 @@ def slowdowns(names: Sequence[str], scale: str | float = "quick", seed: int = 0,
         ds = ds.assign_coords(um_page_bytes=[4 << 10, 64 << 10, 2 << 20])
         ds["effective_ratio"] = ((), ratio, {"units": "1"})
         out.append(ds.expand_dims(workload=[name]))
-    return xr.concat(out, "workload", combine_attrs="drop_conflicts")
+    return xr.concat(out, "workload", coords="different", compat="equals", join="outer",
+                     combine_attrs="drop_conflicts")
 
 
 def final(ds: xr.Dataset) -> xr.Dataset:
