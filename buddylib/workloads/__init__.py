@@ -51,6 +51,11 @@ def cached_run(name: str, scale: str | float = "quick", seed: int = 0, data: str
 
 def _load() -> None:
     import buddylib.workloads.hpc  # noqa: F401 - registers the HPC proxies
+    try:
+        from buddylib.workloads import dl  # noqa: F401 - registers the DL training runs
+    except ImportError as e:  # no torch: the DL workloads are simply absent
+        if e.name != "torch":
+            raise
 
 
 __all__ = ["SCALES", "Access", "AccessProfile", "Kernel", "Run", "Workload", "cached_run", "footprint_bytes", "get",

@@ -1,0 +1,428 @@
+"""TorchWorkload: a real PyTorch training loop whose snapshots hold every tensor a GPU would hold.
+
+In training, compressibility comes from the ReLU zeros of saved activations, from gradients
+and optimizer state and from how weights evolve, so nothing is synthesised: each step is a
+real forward, backward and optimizer step, and :meth:`TorchWorkload.allocations` returns
+
+* ``<param>`` (kind ``weights``): every parameter, under its ``named_parameters`` name;
+* ``<buffer>`` (kind ``other``): module buffers (batch-norm running statistics, masks), so
+  that the ``weights`` kind is exactly the parameters;
+* ``<param>.grad`` (``gradients``): the gradients of the last step;
+* ``<param>.momentum_buffer`` (SGD) or ``<param>.exp_avg``, ``<param>.exp_avg_sq`` (Adam)
+  (``optimizer``); Adam's step counter is a host scalar, not GPU memory, so it is left out;
+* ``act.<module>.<k>`` (``activations``): every tensor autograd saved for backward in the
+  last step, captured with ``torch.autograd.graph.saved_tensors_hooks``, one allocation per
+  storage (views and in-place results share one), named after the module that produced it
+  (or, for a tensor made inside a module, the module that saved it); tensors that are
+  parameters, buffers or the input batch are those allocations, not activations;
+* ``input`` and ``targets`` (``input``): the batch of the last step (of the first, before it).
+
+Before the first step (snapshot 0) only weights, buffers and the batch exist — truthfully.
+
+The access profile of a step is traced from the last step: one kernel per leaf-module call
+of the forward (reads its parameters and input, writes its output and the tensors it saves),
+one per call of the backward in reverse order (reads what it saved and its parameters, writes
+its parameters' gradients) and an optimizer kernel; FLOPs by layer type.
+
+Runs are deterministic for a seed: the torch RNG is seeded from the workload's numpy
+generator and kept per workload (the global torch RNG is restored around each step),
+deterministic algorithms are on and the thread count is fixed (restored after each step).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from torch import nn
+
+from buddylib.workloads.base import SCALES, Access, AccessProfile, Kernel, Run, Workload
+
+#: Footprints up to this many bytes use a workload's "quick" configuration.
+QUICK_LIMIT = 4 << 20
+#: Intra-op threads of torch during a step: fixed, so float reductions (and bytes) repeat; one,
+#: because on shared cores a second OpenMP thread made each small kernel wait ~5 ms (30x slower).
+THREADS = 1
+
+
+def width_factor(footprint: int) -> float:
+    """Width multiplier relative to the default configuration for a footprint (params ~ w^2, acts ~ w)."""
+    return math.sqrt(footprint / SCALES["default"])
+
+
+def scaled(n: float, w: float, minimum: int = 1) -> int:
+    """Channels ``n`` times width multiplier ``w``, at least ``minimum``."""
+    return max(minimum, round(n * w))
+
+
+def to_numpy(t: torch.Tensor) -> np.ndarray:
+    """The tensor's memory as a numpy array of its dtype (bfloat16/float16 bits as int16; shared, not copied)."""
+    t = t.detach()
+    if t.dtype == torch.bfloat16:
+        t = t.view(torch.int16)
+    return t.numpy()
+
+
+def _tensors(obj: Any) -> Iterator[torch.Tensor]:
+    """Tensors in a (nested) module argument or output."""
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif isinstance(obj, (tuple, list)):
+        for o in obj:
+            yield from _tensors(o)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            yield from _tensors(o)
+
+
+def _ptr(t: torch.Tensor) -> int:
+    return t.untyped_storage().data_ptr()
+
+
+def _whole_storage(t: torch.Tensor) -> torch.Tensor:
+    """A tensor over the whole storage of ``t`` (its own shape when it covers it all), detached."""
+    t = t.detach()
+    s = t.untyped_storage()
+    if t.is_contiguous() and t.storage_offset() == 0 and t.numel() * t.element_size() == s.nbytes():
+        return t
+    return torch.empty(0, dtype=t.dtype).set_(s, 0, (s.nbytes() // t.element_size(),))
+
+
+def layer_flops(mod: nn.Module, args: tuple[Any, ...], out: Any) -> tuple[float, float]:
+    """(forward, backward) FLOPs of one module call; convolutions and matmuls cost twice in backward."""
+    xs, ys = list(_tensors(args)), list(_tensors(out))
+    n_in = float(xs[0].numel()) if xs else 0.0
+    n_out = float(ys[0].numel()) if ys else 0.0
+    if hasattr(mod, "flops"):
+        f = float(mod.flops(args, out))
+        return f, 2 * f
+    if isinstance(mod, nn.Conv2d):
+        f = 2.0 * mod.in_channels // mod.groups * math.prod(mod.kernel_size) * n_out
+        return f, 2 * f
+    if isinstance(mod, nn.Linear):
+        f = 2.0 * mod.in_features * n_out
+        return f, 2 * f
+    if isinstance(mod, nn.LSTM):
+        bt = n_in / mod.input_size
+        h, p = mod.hidden_size, mod.proj_size or mod.hidden_size
+        f = 0.0
+        for layer in range(mod.num_layers):
+            inp = mod.input_size if layer == 0 else p
+            f += bt * (2 * 4 * h * (inp + p) + 10 * 4 * h + (2 * h * p if mod.proj_size else 0))
+        return f, 2 * f
+    if isinstance(mod, (nn.BatchNorm2d, nn.LayerNorm)):
+        return 8 * n_out, 10 * n_out
+    if isinstance(mod, (nn.MaxPool2d, nn.AvgPool2d)):
+        k = mod.kernel_size
+        return (k * k if isinstance(k, int) else math.prod(k)) * n_out, n_in
+    if isinstance(mod, nn.AdaptiveAvgPool2d):
+        return n_in, n_in
+    if isinstance(mod, nn.Embedding):
+        return 0.0, n_out
+    if isinstance(mod, nn.CrossEntropyLoss):
+        return 6 * n_in, 2 * n_in
+    if isinstance(mod, nn.GELU):
+        return 8 * n_out, 10 * n_out
+    if isinstance(mod, (nn.Flatten, nn.Identity)):
+        return 0.0, 0.0
+    return n_out, n_out
+
+
+class Add(nn.Module):
+    """``a + b`` (in place into ``a`` if ``inplace``): residual sums as modules, so each is a traced kernel."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return a.add_(b) if self.inplace else a + b
+
+
+class Concat(nn.Module):
+    """``torch.cat`` along ``dim`` as a module (Inception and Fire outputs), so it is a traced kernel."""
+
+    def __init__(self, dim: int = 1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, *xs: torch.Tensor) -> torch.Tensor:
+        return torch.cat(xs, self.dim)
+
+    def flops(self, args: tuple[Any, ...], out: torch.Tensor) -> float:
+        return 0.0  # a copy: bytes, no arithmetic
+
+
+@dataclass
+class _Call:
+    """One module call of a traced forward."""
+
+    name: str
+    module: nn.Module
+    leaf: bool
+    inputs: list[int] = field(default_factory=list)
+    outputs: list[int] = field(default_factory=list)
+    saved: list[int] = field(default_factory=list)
+    flops: tuple[float, float] = (0.0, 0.0)
+
+
+class _Tracer:
+    """Keeps every tensor autograd saves in a forward, and which module call made and saved it."""
+
+    def __init__(self, names: dict[nn.Module, str], known: dict[int, str]) -> None:
+        self.names = names
+        self.known = known  # storage -> allocation name, for parameters, buffers and the batch
+        self.calls: list[_Call] = []
+        self.stack: list[int] = []
+        self.count: dict[str, int] = {}
+        self.saved: dict[int, torch.Tensor] = {}  # storage -> whole-storage tensor, in first-save order
+        self.first_saver: dict[int, int] = {}
+        self.producer: dict[int, int] = {}  # storage -> last leaf call that output it (else outermost container)
+        self.done: list[int] = []  # calls in order of completion (leaves: execution order)
+        self.keep: list[Any] = []  # module inputs/outputs held so their storages stay unique this step
+
+    def pre(self, mod: nn.Module, args: tuple[Any, ...]) -> None:
+        base = self.names[mod]
+        k = self.count.get(base, 0)
+        self.count[base] = k + 1
+        call = _Call(base if k == 0 else f"{base}#{k}", mod, not any(True for _ in mod.children()))
+        call.inputs = [_ptr(t) for t in _tensors(args) if t.layout == torch.strided]
+        self.keep.append(args)
+        self.stack.append(len(self.calls))
+        self.calls.append(call)
+
+    def post(self, mod: nn.Module, args: tuple[Any, ...], out: Any) -> None:
+        i = self.stack.pop()
+        call = self.calls[i]
+        call.outputs = [_ptr(t) for t in _tensors(out) if t.layout == torch.strided]
+        for p in call.outputs:
+            if call.leaf:
+                self.producer[p] = i
+            else:
+                self.producer.setdefault(p, i)
+        self.done.append(i)
+        call.flops = layer_flops(mod, args, out)
+        self.keep.append(out)
+
+    def pack(self, t: torch.Tensor) -> torch.Tensor:
+        if not isinstance(t, torch.Tensor) or t.layout != torch.strided or t.is_mkldnn or t.numel() == 0:
+            return t
+        p = _ptr(t)
+        if not self.stack:
+            return t
+        call = self.calls[self.stack[-1]]
+        if p not in call.saved:
+            call.saved.append(p)
+        if p not in self.known and p not in self.saved:
+            self.saved[p] = _whole_storage(t)
+            self.first_saver[p] = self.stack[-1]
+        return t
+
+    @staticmethod
+    def unpack(t: torch.Tensor) -> torch.Tensor:
+        return t
+
+    def activations(self) -> dict[int, str]:
+        """Storage -> ``act.<module>.<k>``: named after the last call that output it, else its first saver."""
+        names: dict[int, str] = {}
+        seen: dict[str, int] = {}
+        for p in self.saved:
+            base = self.calls[self.producer.get(p, self.first_saver[p])].name
+            k = seen.get(base, 0)
+            seen[base] = k + 1
+            names[p] = f"act.{base}.{k}"
+        return names
+
+
+class TorchWorkload(Workload):
+    """A training run of one network; subclasses build the model, optimizer and batches.
+
+    Subclasses implement :meth:`build` (model for ``self.footprint``), :meth:`make_optimizer`
+    and :meth:`batch` (numpy input and targets of the next step); ``n_steps`` is set in
+    :meth:`configure`.
+    """
+
+    suite: ClassVar[str] = "dl"
+    #: Intra-op threads of torch during a step.
+    threads: ClassVar[int] = THREADS
+
+    # -- what subclasses provide ------------------------------------------------------------
+    def configure(self, footprint: int) -> None:
+        """Choose the architecture's scale (width, resolution, batch) and ``n_steps`` for ``footprint``."""
+
+    def build(self) -> nn.Module:
+        """The network, initialised (the torch RNG is seeded)."""
+        raise NotImplementedError
+
+    def make_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
+        """The optimizer over ``model``'s parameters."""
+        raise NotImplementedError
+
+    def batch(self) -> tuple[np.ndarray, np.ndarray]:
+        """Input and targets of the next step, drawn with ``self.rng``."""
+        raise NotImplementedError
+
+    # -- the Workload contract --------------------------------------------------------------
+    def setup(self, footprint: int, rng: np.random.Generator) -> None:
+        self.footprint = footprint
+        self.rng = rng
+        self._torch_rng = torch.Generator().manual_seed(int(rng.integers(2**62))).get_state()
+        with self._torch_env():
+            self.configure(footprint)
+            self.model = self.build()
+            self.optimizer = self.make_optimizer(self.model)
+        self.criterion = nn.CrossEntropyLoss()
+        self.param_names = {id(p): n for n, p in self.model.named_parameters()}
+        self.buffer_names = {id(b): n for n, b in self.model.named_buffers()}
+        self.module_names = {m: (n or "model") for n, m in self.model.named_modules()}
+        self.module_names[self.criterion] = "loss"
+        for m in self.module_names:
+            m.register_forward_pre_hook(self._pre)
+            m.register_forward_hook(self._post)
+        self._tracer: _Tracer | None = None
+        self._acts: dict[str, torch.Tensor] = {}
+        self._last: tuple[_Tracer, dict[int, str]] | None = None
+        self.losses: list[float] = []
+        self._next_batch()
+        self._fresh = True
+
+    def step(self) -> None:
+        if not self._fresh:
+            self._next_batch()
+        self._fresh = False
+        self._acts = {}  # the previous step's saved tensors are freed, as autograd frees them
+        known = {_ptr(t): n for n, t in [*self.model.named_parameters(), *self.model.named_buffers()]}
+        known[_ptr(self.x)] = "input"
+        known[_ptr(self.y)] = "targets"
+        tracer = _Tracer(self.module_names, known)
+        with self._torch_env():
+            self.optimizer.zero_grad(set_to_none=True)
+            self._tracer = tracer
+            try:
+                with torch.autograd.graph.saved_tensors_hooks(tracer.pack, tracer.unpack):
+                    loss = self.criterion(self.model(self.x), self.y)
+            finally:
+                self._tracer = None
+            loss.backward()
+            self.optimizer.step()
+        self.losses.append(float(loss.detach()))
+        names = tracer.activations()
+        self._acts = {names[p]: t for p, t in tracer.saved.items()}
+        tracer.keep.clear()  # storages recorded this step were unique while it ran; names resolve them now
+        self._last = (tracer, {**known, **names})
+
+    def allocations(self) -> dict[str, tuple[np.ndarray, str]]:
+        out: dict[str, tuple[np.ndarray, str]] = {"input": (to_numpy(self.x), "input"),
+                                                  "targets": (to_numpy(self.y), "input")}
+        params = list(self.model.named_parameters())
+        out.update({n: (to_numpy(p), "weights") for n, p in params})
+        out.update({n: (to_numpy(b), "other") for n, b in self.model.named_buffers() if b.numel()})
+        out.update({f"{n}.grad": (to_numpy(p.grad), "gradients") for n, p in params if p.grad is not None})
+        for n, p in params:
+            for key, v in self.optimizer.state.get(p, {}).items():
+                if isinstance(v, torch.Tensor) and v.dim() > 0:  # Adam's 0-dim step count stays on the host
+                    out[f"{n}.{key}"] = (to_numpy(v), "optimizer")
+        out.update({n: (to_numpy(t), "activations") for n, t in self._acts.items()})
+        return out
+
+    def profile(self) -> AccessProfile:
+        """The kernels of the last step (none before the first)."""
+        return AccessProfile(self.name, self._trace_kernels(*self._last) if self._last else [])
+
+    def run(self, *args: Any, **kwargs: Any) -> Run:
+        """As :meth:`Workload.run`, compressing with one numba thread.
+
+        With torch's OpenMP pool spinning on the same cores, every parallel numba launch waits
+        milliseconds for its threads, and a network has hundreds of small allocations per
+        snapshot; one thread compresses them orders of magnitude faster here.
+        """
+        import numba
+
+        before = numba.get_num_threads()
+        numba.set_num_threads(1)
+        try:
+            return super().run(*args, **kwargs)
+        finally:
+            numba.set_num_threads(before)
+
+    # -- machinery ----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _torch_env(self) -> Iterator[None]:
+        """This workload's torch RNG, deterministic algorithms and thread count; global state restored after."""
+        threads = torch.get_num_threads()
+        det, warn = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+        with torch.random.fork_rng(devices=[]):
+            torch.set_rng_state(self._torch_rng)
+            torch.set_num_threads(self.threads)
+            torch.use_deterministic_algorithms(True)
+            try:
+                yield
+            finally:
+                self._torch_rng = torch.get_rng_state()
+                torch.use_deterministic_algorithms(det, warn_only=warn)
+                torch.set_num_threads(threads)
+
+    def _next_batch(self) -> None:
+        x, y = self.batch()
+        self.x, self.y = torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(np.ascontiguousarray(y))
+
+    def _pre(self, mod: nn.Module, args: tuple[Any, ...]) -> None:
+        if self._tracer is not None:
+            self._tracer.pre(mod, args)
+
+    def _post(self, mod: nn.Module, args: tuple[Any, ...], out: Any) -> None:
+        if self._tracer is not None:
+            self._tracer.post(mod, args, out)
+
+    def _trace_kernels(self, tracer: _Tracer, alloc: dict[int, str]) -> list[Kernel]:
+        """Forward kernels in call order, backward kernels in reverse, then the optimizer."""
+        fwd, bwd = [], []
+        for i in tracer.done:
+            call = tracer.calls[i]
+            own = [p for p in tracer.saved if tracer.first_saver[p] == i]
+            if not (call.leaf or own):  # a container's work is its children's, unless it saves tensors itself
+                continue
+            params = [self.param_names[id(p)] for p in call.module.parameters(recurse=False)]
+            buffers = [self.buffer_names[id(b)] for b in call.module.buffers(recurse=False) if b.numel()]
+            reads = dict.fromkeys([*params, *(alloc[p] for p in call.inputs if p in alloc)])
+            writes = dict.fromkeys(alloc[p] for p in [*(call.outputs if call.leaf else []), *own] if p in alloc)
+            accesses = [self._param_read(call, n, alloc) for n in params]
+            accesses += [Access(n, "readwrite" if n in writes else "read") for n in reads if n not in params]
+            stats = "readwrite" if isinstance(call.module, nn.modules.batchnorm._BatchNorm) else "read"
+            accesses += [Access(n, stats) for n in buffers]
+            accesses += [Access(n, "write") for n in writes if n not in reads]
+            fwd.append(Kernel(f"fwd.{call.name}", accesses, call.flops[0]))
+            saved = dict.fromkeys(alloc[p] for p in call.saved if p in alloc)
+            grads = [f"{n}.grad" for n, p in zip(params, call.module.parameters(recurse=False), strict=True)
+                     if p.grad is not None]
+            b = [Access(n, "read") for n in [*params, *(s for s in saved if s not in params)]]
+            b += [Access(n, "write") for n in grads]
+            if b or call.flops[1]:
+                bwd.append(Kernel(f"bwd.{call.name}", b, call.flops[1]))
+        return [*fwd, *reversed(bwd), self._optimizer_kernel()]
+
+    def _param_read(self, call: _Call, name: str, alloc: dict[int, str]) -> Access:
+        """Embedding tables are gathered by their index tensor (a live allocation); other parameters are streamed."""
+        idx = next((alloc[p] for p in call.inputs if p in alloc), None)
+        if isinstance(call.module, nn.Embedding) and idx is not None:
+            tokens = self.x if idx == "input" else self._acts[idx]
+            frac = min(1.0, max(torch.unique(tokens).numel(), 1) / call.module.num_embeddings)
+            return Access(name, "read", "gather", fraction=frac, index=idx, row=call.module.embedding_dim)
+        return Access(name, "read")
+
+    def _optimizer_kernel(self) -> Kernel:
+        accesses, n = [], 0
+        for name, p in self.model.named_parameters():
+            if p.grad is None:
+                continue
+            n += p.numel()
+            state = [k for k, v in self.optimizer.state.get(p, {}).items() if isinstance(v, torch.Tensor) and v.dim()]
+            accesses += [Access(f"{name}.grad", "read"), Access(name, "readwrite")]
+            accesses += [Access(f"{name}.{k}", "readwrite") for k in state]
+        per = 18.0 if isinstance(self.optimizer, torch.optim.Adam) else 6.0
+        return Kernel(f"optimizer.{type(self.optimizer).__name__.lower()}", accesses, per * n)
