@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -169,8 +168,8 @@ def test_out_folder_missing(capsys, tmp_path, files):
     assert err.startswith("buddy analyze: error: --out ") and "does not exist" in err
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="torch is installed")
-def test_checkpoint_without_torch(capsys, tmp_path):
+def test_checkpoint_without_torch(capsys, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch now raises ImportError, as without it
     path = tmp_path / "model.pt"
     path.write_bytes(b"PK\x03\x04 a checkpoint")
     _fails(capsys, tmp_path, [path], path, "torch")

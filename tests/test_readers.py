@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import struct
+import sys
 
 import numpy as np
 import pytest
@@ -172,9 +172,9 @@ def test_raw_dump_bad_dtype(tmp_path, dtype):
         readers.read(path, dtype=dtype)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="torch is installed")
 @pytest.mark.parametrize("suffix", [".pt", ".pth"])
-def test_checkpoint_without_torch(tmp_path, suffix):
+def test_checkpoint_without_torch(tmp_path, suffix, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch now raises ImportError, as without it
     path = tmp_path / f"model{suffix}"
     path.write_bytes(b"PK\x03\x04 not really a checkpoint")
     with pytest.raises(ValueError, match="torch") as info:
@@ -193,3 +193,14 @@ def test_errors_start_with_the_path(tmp_path):
         assert str(info.value).startswith(str(tmp_path / name) + ": ")
     with pytest.raises(FileNotFoundError, match="no such file"):
         readers.read(tmp_path / "missing.npy")
+
+
+def test_pytorch_state_dict_bytes(tmp_path):
+    torch = pytest.importorskip("torch")
+    sd = {"w": torch.arange(12, dtype=torch.float32).reshape(3, 4), "opt": {"m": [torch.ones(5, dtype=torch.bfloat16)]}}
+    torch.save(sd, tmp_path / "m.pt")
+    got = {a.name: a for a in readers.read(tmp_path / "m.pt")}
+    assert set(got) == {"w", "opt.m.0"}
+    assert got["w"].dtype == "float32" and got["w"].shape == (3, 4)
+    assert np.asarray(got["w"].data).tobytes() == sd["w"].numpy().tobytes()
+    assert got["opt.m.0"].dtype == "bfloat16" and got["opt.m.0"].nbytes == 10
