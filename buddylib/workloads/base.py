@@ -16,14 +16,17 @@ class runs it, takes the snapshots and compresses them as it goes.
 from __future__ import annotations
 
 import abc
+import contextlib
 import hashlib
 import json
+import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numba as nb
 import numpy as np
 from tqdm import tqdm
 
@@ -35,6 +38,21 @@ SCALES = {"quick": 3 * MB, "default": 128 * MB, "large": 1024 * MB}
 PATTERNS = ("stream", "strided", "gather", "random")
 MODES = ("read", "write", "readwrite")
 ALL_COMPRESSORS = ("bpc32", "bpc64", "bdi", "fpc", "zvc")
+
+
+@contextlib.contextmanager
+def threads_for(points: int) -> Iterator[None]:
+    """numba threads for a step over ``points`` grid points: all on big problems and an idle machine,
+    one on small problems (a parallel launch costs more than the work) or a loaded machine (spinning,
+    oversubscribed threads lose badly). Workload kernels reduce nothing across threads, so the bytes
+    are the same either way."""
+    before = nb.get_num_threads()
+    busy = getattr(os, "getloadavg", lambda: (0.0,))()[0] >= nb.config.NUMBA_NUM_THREADS
+    nb.set_num_threads(1 if points < 1 << 16 or busy else nb.config.NUMBA_NUM_THREADS)
+    try:
+        yield
+    finally:
+        nb.set_num_threads(before)
 
 
 def footprint_bytes(scale: str | float) -> int:

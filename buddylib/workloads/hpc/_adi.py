@@ -19,9 +19,7 @@ dissipation and the verification norms are NPB's; ``grid(n)`` gives the padded s
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterator
 
 import numba as nb
 import numpy as np
@@ -47,20 +45,6 @@ CE = np.array([
     [2.0, 2.0, 0.0, 0.0, 0.0, 2.0, 3.0, 0.03, 0.05, 0.04, 0.2, 0.1, 0.3],
     [5.0, 4.0, 3.0, 2.0, 0.1, 0.4, 0.3, 0.05, 0.04, 0.03, 0.1, 0.3, 0.2],
 ])
-
-
-@contextlib.contextmanager
-def threads_for(points: int) -> Iterator[None]:
-    """Run numba's parallel loops on one thread for small problems (launch costs beat the work)."""
-    if points >= 1 << 16:
-        yield
-        return
-    old = nb.get_num_threads()
-    nb.set_num_threads(1)
-    try:
-        yield
-    finally:
-        nb.set_num_threads(old)
 
 
 def padded(n: int) -> int:

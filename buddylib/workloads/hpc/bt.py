@@ -30,7 +30,7 @@ import numba as nb
 import numpy as np
 
 from buddylib.workloads import register
-from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload
+from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload, threads_for
 from buddylib.workloads.hpc import _adi
 from buddylib.workloads.hpc._adi import CE
 
@@ -106,7 +106,7 @@ class BT(Workload):
                          self.rho_i, n, n, n, self.dt, False)
 
     def step(self) -> None:
-        with _adi.threads_for(self.n**3):
+        with threads_for(self.n**3):
             self._step()
 
     def _step(self) -> None:

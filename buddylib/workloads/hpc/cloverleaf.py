@@ -40,15 +40,11 @@ dissipates, as in CloverLeaf itself; the shock runs outward at the exact 1-D Rie
 
 from __future__ import annotations
 
-import contextlib
-import os
-from collections.abc import Iterator
-
 import numba as nb
 import numpy as np
 
 from buddylib.workloads import register
-from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload
+from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload, threads_for
 
 #: array index of the first interior cell in x and y (CloverLeaf's x_min with a two-deep halo)
 MIN = 2
@@ -59,20 +55,6 @@ DTINIT, DTMAX, DTRISE = 0.04, 0.04, 1.5
 #: clover.in: (density, energy) of the background and of the rectangle [0, 5) x [0, 2) in a 10 x 10 box
 STATES = ((0.2, 1.0), (1.0, 2.5))
 BOX, RECT = 10.0, (5.0, 2.0)
-
-
-@contextlib.contextmanager
-def _threads_for(points: int) -> Iterator[None]:
-    """All threads for big grids on an idle machine; one for small grids (a parallel launch costs more
-    than the work) or when the machine is already loaded (oversubscribed spinning threads lose badly).
-    The kernels have no cross-thread reductions, so the bytes are the same either way."""
-    before = nb.get_num_threads()
-    busy = getattr(os, "getloadavg", lambda: (0.0,))()[0] >= nb.config.NUMBA_NUM_THREADS
-    nb.set_num_threads(1 if points < 1 << 17 or busy else nb.config.NUMBA_NUM_THREADS)
-    try:
-        yield
-    finally:
-        nb.set_num_threads(before)
 
 
 # ---------------------------------------------------------------- halo (reflective walls)
@@ -553,7 +535,7 @@ class CloverLeaf(Workload):
 
     def lagrangian_step(self) -> None:
         """timestep, PdV predictor (+ ideal_gas, revert), accelerate, PdV corrector."""
-        with _threads_for(self.n * self.n):
+        with threads_for(self.n * self.n):
             self._lagrangian_step()
 
     def _lagrangian_step(self) -> None:
@@ -585,7 +567,7 @@ class CloverLeaf(Workload):
 
     def advection_step(self) -> None:
         """flux_calc, the split cell and momentum remap, reset_field."""
-        with _threads_for(self.n * self.n):
+        with threads_for(self.n * self.n):
             self._advection_step()
 
     def _advection_step(self) -> None:
@@ -606,7 +588,7 @@ class CloverLeaf(Workload):
         self.time += self.dt
 
     def step(self) -> None:
-        with _threads_for(self.n * self.n):
+        with threads_for(self.n * self.n):
             self.lagrangian_step()
             self.advection_step()
 

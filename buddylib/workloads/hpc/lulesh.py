@@ -54,8 +54,7 @@ import numba as nb
 import numpy as np
 
 from buddylib.workloads import register
-from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload
-from buddylib.workloads.hpc import _adi
+from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload, threads_for
 
 # LULESH Domain constants
 E_CUT, P_CUT, Q_CUT, V_CUT, U_CUT = 1.0e-7, 1.0e-7, 1.0e-7, 1.0e-10, 1.0e-7
@@ -731,7 +730,7 @@ class Lulesh(Workload):
             return
         n = self.n
         a = n if not self.box else min(n, self.extent)
-        with _adi.threads_for(a**3):
+        with threads_for(a**3):
             self._time_increment()
             dt = self.deltatime
             _volume_force(a, n, self.nodelist, self.x, self.y, self.z, self.xd, self.yd, self.zd, self.p, self.q,

@@ -34,15 +34,11 @@ absorbed by the C-PML once the wave reaches the boundaries.
 
 from __future__ import annotations
 
-import contextlib
-import os
-from collections.abc import Iterator
-
 import numba as nb
 import numpy as np
 
 from buddylib.workloads import register
-from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload
+from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload, threads_for
 
 DELTA = 10.0  # m, grid spacing in x, y and z
 COURANT = 0.6  # cp_max * dt * sqrt(3) / DELTA
@@ -56,20 +52,6 @@ MEMORY = tuple(f"memory_{n}" for n in (
     "dsigmayz_dy", "dsigmayz_dz"))
 MATERIAL = ("rho", "lambda", "mu")
 PROFILES = tuple(f"{c}_{d}{h}" for d in "xyz" for c in ("a", "b", "K") for h in ("", "_half"))
-
-
-@contextlib.contextmanager
-def _threads_for(points: int) -> Iterator[None]:
-    """All threads for big grids on an idle machine; one for small grids (a parallel launch costs more
-    than the work) or when the machine is already loaded (oversubscribed spinning threads lose badly).
-    The kernels have no cross-thread reductions, so the bytes are the same either way."""
-    before = nb.get_num_threads()
-    busy = getattr(os, "getloadavg", lambda: (0.0,))()[0] >= nb.config.NUMBA_NUM_THREADS
-    nb.set_num_threads(1 if points < 1 << 17 or busy else nb.config.NUMBA_NUM_THREADS)
-    try:
-        yield
-    finally:
-        nb.set_num_threads(before)
 
 
 @nb.njit(parallel=True, cache=True)
@@ -290,7 +272,7 @@ class Seismic(Workload):
     def step(self) -> None:
         f, dt, inv = self.f, self.dt, 1.0 / DELTA
         self.it += 1
-        with _threads_for(self.n**3):
+        with threads_for(self.n**3):
             _stress_diag(f["vx"], f["vy"], f["vz"], f["sigmaxx"], f["sigmayy"], f["sigmazz"], f["memory_dvx_dx"],
                          f["memory_dvy_dy"], f["memory_dvz_dz"], f["lambda"], f["mu"], f["a_x_half"], f["b_x_half"],
                          f["K_x_half"], f["a_y"], f["b_y"], f["K_y"], f["a_z"], f["b_z"], f["K_z"], dt, inv)

@@ -33,7 +33,7 @@ import numba as nb
 import numpy as np
 
 from buddylib.workloads import register
-from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload
+from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload, threads_for
 from buddylib.workloads.hpc import _adi
 from buddylib.workloads.hpc._adi import BT, C2, C2IV, CE, DCOEF
 
@@ -167,7 +167,7 @@ class SP(Workload):
                          self.speed, n, n, n, self.dt, True)
 
     def step(self) -> None:
-        with _adi.threads_for(self.n**3):
+        with threads_for(self.n**3):
             self._step()
 
     def _step(self) -> None:

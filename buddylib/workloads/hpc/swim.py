@@ -32,32 +32,14 @@ run stays bounded.
 
 from __future__ import annotations
 
-import contextlib
-import os
-from collections.abc import Iterator
-
 import numba as nb
 import numpy as np
 
 from buddylib.workloads import register
-from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload
+from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload, threads_for
 
 DT, DX, DY, A, ALPHA = 20.0, 0.25e5, 0.25e5, 1.0e6, 0.001
 NAMES = ("u", "v", "p", "unew", "vnew", "pnew", "uold", "vold", "pold", "cu", "cv", "z", "h", "psi")
-
-
-@contextlib.contextmanager
-def _threads_for(points: int) -> Iterator[None]:
-    """All threads for big grids on an idle machine; one for small grids (a parallel launch costs more
-    than the work) or when the machine is already loaded (oversubscribed spinning threads lose badly).
-    The kernels have no cross-thread reductions, so the bytes are the same either way."""
-    before = nb.get_num_threads()
-    busy = getattr(os, "getloadavg", lambda: (0.0,))()[0] >= nb.config.NUMBA_NUM_THREADS
-    nb.set_num_threads(1 if points < 1 << 17 or busy else nb.config.NUMBA_NUM_THREADS)
-    try:
-        yield
-    finally:
-        nb.set_num_threads(before)
 
 
 @nb.njit(parallel=True, cache=True)
@@ -189,7 +171,7 @@ class Swim(Workload):
     def step(self) -> None:
         f = self.f
         self.ncycle += 1
-        with _threads_for(self.m * self.n):
+        with threads_for(self.m * self.n):
             _calc1(f["u"], f["v"], f["p"], f["cu"], f["cv"], f["z"], f["h"], 4.0 / DX, 4.0 / DY)
             _calc2(f["uold"], f["vold"], f["pold"], f["cu"], f["cv"], f["z"], f["h"], f["unew"], f["vnew"],
                    f["pnew"], self.tdt / 8.0, self.tdt / DX, self.tdt / DY)
