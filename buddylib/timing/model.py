@@ -160,22 +160,23 @@ def _sector_hists(ws: Workset) -> tuple[list[str], np.ndarray, np.ndarray]:
     return names, h, flops
 
 
-def _metadata_misses(ws: Workset, params: Params) -> np.ndarray:
-    """Metadata-cache misses per kernel, replaying the iteration twice (the second is counted)."""
-    names = [a.name for a in ws.last.allocations]
-    per_line = params.entries_per_metadata_line
+def _metadata_lines(ws: Workset, per_line: int) -> list[np.ndarray]:
+    """Per kernel, the metadata lines its entry accesses touch, in order."""
     base, offset = {}, 0
     for a in ws.last.allocations:
         base[a.name] = offset
         offset += -(-a.n_entries // per_line)
-    seqs = [_interleave([(base[n] + ent // per_line) for n, ent, _ in accesses]) for accesses in ws.streams()]
+    return [_interleave([(base[n] + ent // per_line) for n, ent, _ in accesses]) for accesses in ws.streams()]
+
+
+def _metadata_misses(ws: Workset, params: Params, seqs: list[np.ndarray] | None = None) -> np.ndarray:
+    """Metadata-cache misses per kernel, replaying the iteration twice (the second is counted)."""
+    seqs = _metadata_lines(ws, params.entries_per_metadata_line) if seqs is None else seqs
     lines = np.concatenate(seqs + seqs) if seqs else np.zeros(0, np.int64)
     bounds = np.cumsum([s.size for s in seqs + seqs])
     hits = caches.set_associative_hits_per_segment(lines, bounds, params.metadata_cache_bytes,
                                                    params.metadata_line_bytes, params.metadata_ways)
-    second = hits[len(seqs):]
-    del names
-    return np.array([s.size for s in seqs], dtype=float) - second
+    return np.array([s.size for s in seqs], dtype=float) - hits[len(seqs):]
 
 
 def _interleave(streams: Sequence[np.ndarray]) -> np.ndarray:
@@ -271,9 +272,11 @@ def sweep(ws: Workset, gpus: Sequence[str] = ("V100-32GB",), links: Sequence[str
     params = params or Params()
     cache_sizes = list(metadata_cache_bytes or [params.metadata_cache_bytes])
     thresholds = list(layout.check_threshold(thresholds))
-    misses = {c: _metadata_misses(ws, Params(**{**params.__dict__, "metadata_cache_bytes": c}))
+    seqs = _metadata_lines(ws, params.entries_per_metadata_line)  # the same for every cache size
+    misses = {c: _metadata_misses(ws, Params(**{**params.__dict__, "metadata_cache_bytes": c}), seqs)
               for c in cache_sizes}
-    accesses = {c: float(sum(_interleave([e for _, e, _ in acc]).size for acc in ws.streams())) for c in cache_sizes}
+    n_accesses = float(sum(s.size for s in seqs))
+    accesses = dict.fromkeys(cache_sizes, n_accesses)
     shape = (len(gpus), len(links), len(thresholds), len(latency_scales), len(cache_sizes))
     out = {k: np.zeros(shape) for k in ("slowdown", "baseline_seconds", "buddy_seconds")}
     link_frac = np.zeros(len(thresholds))
