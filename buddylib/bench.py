@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from buddylib import compressors
+from buddylib import compressors, report
 from buddylib.compressors.reference import reference_compress
 from buddylib.entries import SECTOR_BYTES, as_entries
 
@@ -228,10 +228,7 @@ def plot(df: pd.DataFrame, out: Path) -> dict[str, Path]:
     axes[1].axvline(1.0, color="grey", lw=1, ls=":")
     axes[1].set(xlabel="compression ratio (per-entry: ideal, 32-B sectors; zstd/lz4: whole buffer)",
                 ylabel="", title="Ratio")
-    paths = {}
-    for ext in ("png", "svg"):
-        paths[ext] = out / f"bench.{ext}"
-        fig.savefig(paths[ext], dpi=120)
+    paths = dict(zip(("png", "svg"), report.save_figure(fig, out, "bench"), strict=True))
     plt.close(fig)
     return paths
 

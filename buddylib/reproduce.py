@@ -17,7 +17,7 @@ import pandas as pd
 import xarray as xr
 from tqdm import tqdm
 
-from buddylib import bench, experiments, paper, workloads
+from buddylib import bench, experiments, paper, report, workloads
 
 THRESHOLD = 0.3
 
@@ -57,10 +57,7 @@ def plot_slowdown(ds: xr.Dataset, out: Path) -> dict[str, Path]:
                 ylabel="slowdown vs ideal GPU (%)", title="Sensitivity to the link (V100, threshold 30%)")
     axes[1].axvline(150, color="grey", ls=":", lw=1)
     axes[1].legend(fontsize=7, ncol=2)
-    paths = {}
-    for ext in ("png", "svg"):
-        paths[ext] = out / f"slowdown.{ext}"
-        fig.savefig(paths[ext], dpi=120)
+    paths = dict(zip(("png", "svg"), report.save_figure(fig, out, "slowdown"), strict=True))
     plt.close(fig)
     return paths
 
@@ -133,10 +130,7 @@ def plot_hpc(ds: xr.Dataset, out: Path) -> dict[str, Path]:
            title="HPC workloads: Buddy effective ratio with BPC-32, final snapshot")
     ax.set_yscale("log", base=2)
     ax.tick_params(axis="x", rotation=30)
-    paths = {}
-    for ext in ("png", "svg"):
-        paths[ext] = out / f"hpc_ratios.{ext}"
-        fig.savefig(paths[ext], dpi=120)
+    paths = dict(zip(("png", "svg"), report.save_figure(fig, out, "hpc_ratios"), strict=True))
     plt.close(fig)
     return paths
 
