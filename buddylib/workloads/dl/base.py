@@ -15,7 +15,10 @@ real forward, backward and optimizer step, and :meth:`TorchWorkload.allocations`
   storage (views and in-place results share one), named after the module that produced it
   (or, for a tensor made inside a module, the module that saved it); tensors that are
   parameters, buffers or the input batch are those allocations, not activations;
-* ``input`` and ``targets`` (``input``): the batch of the last step (of the first, before it).
+* ``input`` and ``targets`` (``input``): the batch of the last step (of the first, before it);
+* ``<param>.bf16`` (``half_weights``), in mixed-precision runs (:attr:`TorchWorkload.autocast`):
+  the half-precision copy of each parameter that autocast made and autograd saved for
+  backward (recognised by its bytes: the parameter cast to the half dtype, bit for bit).
 
 Before the first step (snapshot 0) only weights, buffers and the batch exist — truthfully.
 
@@ -174,9 +177,12 @@ class _Call:
 class _Tracer:
     """Keeps every tensor autograd saves in a forward, and which module call made and saved it."""
 
-    def __init__(self, names: dict[nn.Module, str], known: dict[int, str]) -> None:
+    def __init__(self, names: dict[nn.Module, str], known: dict[int, str],
+                 param_names: dict[int, str] | None = None) -> None:
         self.names = names
         self.known = known  # storage -> allocation name, for parameters, buffers and the batch
+        self.param_names = param_names or {}  # id(parameter) -> name, to recognise half-precision copies
+        self.half: dict[int, str] = {}  # storage -> "<param>.<dtype>" for autocast's copies of parameters
         self.calls: list[_Call] = []
         self.stack: list[int] = []
         self.count: dict[str, int] = {}
@@ -221,7 +227,18 @@ class _Tracer:
         if p not in self.known and p not in self.saved:
             self.saved[p] = _whole_storage(t)
             self.first_saver[p] = self.stack[-1]
+            if t.dtype in (torch.bfloat16, torch.float16):
+                self._recognise_half(p, call.module)
         return t
+
+    def _recognise_half(self, p: int, module: nn.Module) -> None:
+        """Mark storage ``p`` as autocast's copy of one of ``module``'s parameters if it holds exactly its cast."""
+        whole = self.saved[p].reshape(-1)
+        for param in module.parameters(recurse=False):
+            if param.numel() == whole.numel() and torch.equal(whole, param.detach().to(whole.dtype).reshape(-1)):
+                dtype = str(whole.dtype).removeprefix("torch.").replace("bfloat16", "bf16").replace("float16", "fp16")
+                self.half[p] = f"{self.param_names[id(param)]}.{dtype}"
+                return
 
     @staticmethod
     def unpack(t: torch.Tensor) -> torch.Tensor:
@@ -232,6 +249,9 @@ class _Tracer:
         names: dict[int, str] = {}
         seen: dict[str, int] = {}
         for p in self.saved:
+            if p in self.half:
+                names[p] = self.half[p]
+                continue
             base = self.calls[self.producer.get(p, self.first_saver[p])].name
             k = seen.get(base, 0)
             seen[base] = k + 1
@@ -250,6 +270,11 @@ class TorchWorkload(Workload):
     suite: ClassVar[str] = "dl"
     #: Intra-op threads of torch during a step.
     threads: ClassVar[int] = THREADS
+    #: Mixed precision: the forward runs under ``torch.autocast`` to this dtype (parameters, their
+    #: gradients and the optimizer state stay fp32 — the master copy); ``None`` trains in fp32.
+    autocast: ClassVar[torch.dtype | None] = None
+    #: Mini-batch size overriding the configuration's (the larger-batch study); ``None`` keeps it.
+    batch_size: int | None = None
 
     # -- what subclasses provide ------------------------------------------------------------
     def configure(self, footprint: int) -> None:
@@ -274,6 +299,10 @@ class TorchWorkload(Workload):
         self._torch_rng = torch.Generator().manual_seed(int(rng.integers(2**62))).get_state()
         with self._torch_env():
             self.configure(footprint)
+            if self.batch_size is not None:
+                if self.batch_size < 1:
+                    raise ValueError(f"{self.name}: batch_size {self.batch_size} must be >= 1")
+                self.cfg["batch"] = int(self.batch_size)
             self.model = self.build()
             self.optimizer = self.make_optimizer(self.model)
         self.criterion = nn.CrossEntropyLoss()
@@ -286,6 +315,7 @@ class TorchWorkload(Workload):
             m.register_forward_hook(self._post)
         self._tracer: _Tracer | None = None
         self._acts: dict[str, torch.Tensor] = {}
+        self._half: set[str] = set()
         self._last: tuple[_Tracer, dict[int, str]] | None = None
         self.losses: list[float] = []
         self._next_batch()
@@ -299,12 +329,13 @@ class TorchWorkload(Workload):
         known = {_ptr(t): n for n, t in [*self.model.named_parameters(), *self.model.named_buffers()]}
         known[_ptr(self.x)] = "input"
         known[_ptr(self.y)] = "targets"
-        tracer = _Tracer(self.module_names, known)
+        tracer = _Tracer(self.module_names, known, self.param_names)
         with self._torch_env():
             self.optimizer.zero_grad(set_to_none=True)
             self._tracer = tracer
             try:
-                with torch.autograd.graph.saved_tensors_hooks(tracer.pack, tracer.unpack):
+                with (torch.autograd.graph.saved_tensors_hooks(tracer.pack, tracer.unpack),
+                      torch.autocast("cpu", dtype=self.autocast or torch.bfloat16, enabled=self.autocast is not None)):
                     loss = self.criterion(self.model(self.x), self.y)
             finally:
                 self._tracer = None
@@ -313,6 +344,7 @@ class TorchWorkload(Workload):
         self.losses.append(float(loss.detach()))
         names = tracer.activations()
         self._acts = {names[p]: t for p, t in tracer.saved.items()}
+        self._half = set(tracer.half.values())
         tracer.keep.clear()  # storages recorded this step were unique while it ran; names resolve them now
         self._last = (tracer, {**known, **names})
 
@@ -327,7 +359,8 @@ class TorchWorkload(Workload):
             for key, v in self.optimizer.state.get(p, {}).items():
                 if isinstance(v, torch.Tensor) and v.dim() > 0:  # Adam's 0-dim step count stays on the host
                     out[f"{n}.{key}"] = (to_numpy(v), "optimizer")
-        out.update({n: (to_numpy(t), "activations") for n, t in self._acts.items()})
+        out.update({n: (to_numpy(t), "half_weights" if n in self._half else "activations")
+                    for n, t in self._acts.items()})
         return out
 
     def profile(self) -> AccessProfile:
@@ -400,19 +433,20 @@ class TorchWorkload(Workload):
             saved = dict.fromkeys(alloc[p] for p in call.saved if p in alloc)
             grads = [f"{n}.grad" for n, p in zip(params, call.module.parameters(recurse=False), strict=True)
                      if p.grad is not None]
-            b = [Access(n, "read") for n in [*params, *(s for s in saved if s not in params)]]
+            halved = {s.rsplit(".", 1)[0] for s in saved if s in self._half}  # backward reads the half copy
+            b = [Access(n, "read") for n in [*(n for n in params if n not in halved),
+                                             *(s for s in saved if s not in params)]]
             b += [Access(n, "write") for n in grads]
             if b or call.flops[1]:
                 bwd.append(Kernel(f"bwd.{call.name}", b, call.flops[1]))
         return [*fwd, *reversed(bwd), self._optimizer_kernel()]
 
     def _param_read(self, call: _Call, name: str, alloc: dict[int, str]) -> Access:
-        """Embedding tables are gathered by their index tensor (a live allocation); other parameters are streamed."""
+        """Embedding tables are gathered through their index tensor (a live allocation), every index
+        used; the rows it touches come from the index itself. Other parameters are streamed."""
         idx = next((alloc[p] for p in call.inputs if p in alloc), None)
         if isinstance(call.module, nn.Embedding) and idx is not None:
-            tokens = self.x if idx == "input" else self._acts[idx]
-            frac = min(1.0, max(torch.unique(tokens).numel(), 1) / call.module.num_embeddings)
-            return Access(name, "read", "gather", fraction=frac, index=idx, row=call.module.embedding_dim)
+            return Access(name, "read", "gather", index=idx, row=call.module.embedding_dim)
         return Access(name, "read")
 
     def _optimizer_kernel(self) -> Kernel:

@@ -14,8 +14,10 @@ from buddylib import workloads  # noqa: E402
 from buddylib.workloads.dl.base import TorchWorkload  # noqa: E402
 from buddylib.workloads.dl.data import PHOTOS, VOCAB, corpus, image_crops, text_batch  # noqa: E402
 
-CNNS = ["alexnet", "vgg16", "resnet50", "squeezenet", "inception"]
-LMS = ["lstm", "transformer"]
+CNNS = ["alexnet", "vgg16", "resnet50", "squeezenet", "inception", "resnet50_bf16"]
+LMS = ["lstm", "transformer", "transformer_bf16"]
+MIXED = ["resnet50_bf16", "transformer_bf16"]
+ADAM = [*LMS, "resnet50_bf16"]
 NAMES = CNNS + LMS
 KINDS = {"weights", "gradients", "optimizer", "activations", "input"}
 
@@ -30,7 +32,8 @@ def _bytes(tensors) -> int:
 
 
 def test_registered_as_dl_suite() -> None:
-    assert workloads.names("dl") == sorted(NAMES)
+    assert workloads.names("dl") == sorted(set(NAMES) - set(MIXED))  # the paper's set
+    assert set(MIXED) <= set(workloads.names("dl-extra"))  # beyond the paper: kept out of its averages
     assert all(isinstance(workloads.get(n), TorchWorkload) for n in NAMES)
 
 
@@ -54,17 +57,17 @@ def test_snapshot_holds_every_kind_with_its_bytes(runs: dict[str, workloads.Run]
     by_kind: dict[str, int] = {}
     for a in snap.allocations:
         by_kind[a.kind] = by_kind.get(a.kind, 0) + a.nbytes
-    assert KINDS <= set(by_kind) <= KINDS | {"other"}
+    assert KINDS <= set(by_kind) <= KINDS | {"other", "half_weights"}
     params = dict(w.model.named_parameters())
     p_bytes = _bytes(params.values())
     assert by_kind["weights"] == p_bytes
     assert by_kind["gradients"] == p_bytes
-    per_param = 2 if name in LMS else 1  # Adam: exp_avg, exp_avg_sq; SGD: momentum_buffer
+    per_param = 2 if name in ADAM else 1  # Adam: exp_avg, exp_avg_sq; SGD: momentum_buffer
     assert by_kind["optimizer"] == per_param * p_bytes
     assert by_kind["input"] == w.x.nbytes + w.y.nbytes
     assert by_kind["activations"] > 0
     named = {a.name: a for a in snap.allocations}
-    state = ("exp_avg", "exp_avg_sq") if name in LMS else ("momentum_buffer",)
+    state = ("exp_avg", "exp_avg_sq") if name in ADAM else ("momentum_buffer",)
     for n, p in params.items():
         assert named[n].kind == "weights" and named[n].nbytes == p.numel() * p.element_size()
         assert named[f"{n}.grad"].kind == "gradients"
@@ -74,11 +77,35 @@ def test_snapshot_holds_every_kind_with_its_bytes(runs: dict[str, workloads.Run]
     assert run.snapshots[0].allocations and len(run.snapshots) >= 6
 
 
+@pytest.mark.parametrize("name", MIXED)
+def test_mixed_precision_keeps_fp32_masters_and_saves_bf16_copies(runs: dict[str, workloads.Run], name: str) -> None:
+    """fp32 parameters, gradients and Adam moments; a bf16 copy of every convolution/linear weight; bf16 activations."""
+    w = runs[name].workload
+    allocs = w.allocations()
+    params = dict(w.model.named_parameters())
+    assert all(p.dtype == torch.float32 and p.grad.dtype == torch.float32 for p in params.values())
+    assert all(a.dtype == np.float32 for a, kind in allocs.values() if kind in ("weights", "gradients", "optimizer"))
+    half = {n: a for n, (a, kind) in allocs.items() if kind == "half_weights"}
+    matmul = {n for n, m in w.model.named_modules() if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))}
+    expected = {w.param_names[id(m.weight)] for n, m in w.model.named_modules() if n in matmul}
+    assert {n.removesuffix(".bf16") for n in half} == expected
+    lr = w.optimizer.param_groups[0]["lr"]
+    for n, a in half.items():
+        p = params[n.removesuffix(".bf16")].detach()
+        copy = torch.from_numpy(a).view(torch.bfloat16).float().reshape(p.shape)
+        # the copy was made before the last Adam step, which moves each weight by about lr at most
+        assert torch.allclose(copy, p, rtol=2**-7, atol=3 * lr), n
+    acts = [a for a, kind in allocs.values() if kind == "activations"]
+    bf16 = sum(a.nbytes for a in acts if a.dtype == np.int16)
+    assert bf16 > 0.5 * sum(a.nbytes for a in acts)
+
+
 @pytest.mark.parametrize("name", CNNS)
 def test_saved_activations_hold_relu_zeros(runs: dict[str, workloads.Run], name: str) -> None:
     acts = {n: a for n, (a, kind) in runs[name].workload.allocations().items() if kind == "activations"}
     relu = [a for n, a in acts.items() if "relu" in n or "activation" in n or n.startswith("act.features")]
-    zeros = np.mean(np.concatenate([np.asarray(a, np.float32).ravel() == 0 for a in relu if a.dtype == np.float32]))
+    vals = [torch.from_numpy(a).view(torch.bfloat16).float().numpy() if a.dtype == np.int16 else a for a in relu]
+    zeros = np.mean(np.concatenate([np.asarray(a).ravel() == 0 for a in vals if a.dtype == np.float32]))
     assert 0.2 < zeros < 0.95, f"{name}: {zeros:.2f} of saved ReLU outputs are zero"
 
 
@@ -133,3 +160,45 @@ def test_real_images_and_text() -> None:
     assert text.size > 100_000 and b"def " in text.tobytes()
     tok, tgt = text_batch(3, 20, np.random.default_rng(0))
     assert tok.shape == tgt.shape == (3, 20) and (tok[:, 1:] == tgt[:, :-1]).all()
+
+
+def test_memory_vs_batch_scales_per_sample_and_is_cached(tmp_path) -> None:
+    from buddylib.experiments import largest_batch, memory_vs_batch
+
+    ds = memory_vs_batch(["squeezenet"], [2, 4, 8], "quick", data=tmp_path, steps=1, progress=False)
+    kb = ds.kind_bytes.sel(workload="squeezenet")
+    for kind in ("weights", "gradients", "optimizer"):  # the model's state does not grow with the batch
+        assert len(set(kb.sel(kind=kind).values.tolist())) == 1 and kb.sel(kind=kind).values[0] > 0
+    inp = kb.sel(kind="input").values  # images and labels: exactly per sample
+    assert inp.tolist() == [inp[0] * b // 2 for b in (2, 4, 8)]
+    acts = kb.sel(kind="activations").values
+    assert acts[2] == pytest.approx(4 * acts[0], rel=0.05)  # saved activations grow with the batch
+    assert (ds.samples_per_s > 0).all() and (ds.device_footprint > 0).all()
+    # the budget that batch 4 needs uncompressed fits exactly batch 4 (memory is linear in the batch)
+    lb = largest_batch(ds, ds.footprint.sel(batch=4))
+    assert int(lb.uncompressed_batch.item()) == 4
+    assert lb.uncompressed_samples_per_s.item() == pytest.approx(ds.samples_per_s.sel(batch=4).item())
+    again = memory_vs_batch(["squeezenet"], [2, 4, 8], "quick", data=tmp_path, steps=1, progress=False)
+    assert again.samples_per_s.equals(ds.samples_per_s)  # read back from the cache, not re-measured
+
+
+def test_largest_batch_by_hand() -> None:
+    import xarray as xr
+
+    from buddylib.experiments import largest_batch
+
+    batch = np.array([8, 16, 32, 64])
+    fixed, per = 1000.0, 100.0
+    ds = xr.Dataset({"footprint": (("workload", "batch"), [fixed + per * batch]),
+                     "device_footprint": (("workload", "batch"), [(fixed + per * batch) / 2]),
+                     "samples_per_s": (("workload", "batch"), [[10.0, 20.0, 40.0, 50.0]])},
+                    coords={"workload": ["net"], "batch": batch})
+    lb = largest_batch(ds, fixed + per * 16).sel(workload="net")
+    # uncompressed: 16; Buddy at 2x: (2600 - 500) / 50 = 42 samples, throughput between 32 and 64 in log batch
+    assert int(lb.uncompressed_batch) == 16 and int(lb.buddy_batch) == 42
+    expect = 40 + 10 * np.log(42 / 32) / np.log(2)
+    assert float(lb.buddy_samples_per_s) == pytest.approx(expect)
+    assert float(lb.speedup) == pytest.approx(expect / 20)
+    assert int(largest_batch(ds, 500.0).uncompressed_batch.item()) == 0  # not even the weights fit
+    assert int(largest_batch(ds, fixed + per * 100).uncompressed_batch.item()) == 100  # past the last measured point
+    assert int(largest_batch(ds, fixed + per * 3).uncompressed_batch.item()) == 3  # before the first
