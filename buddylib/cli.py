@@ -162,7 +162,7 @@ def _workloads(args: argparse.Namespace) -> int:
     if args.action == "list":
         for name in workloads.names():
             w = workloads.get(name)
-            print(f"{name:12s} {w.proxies}")
+            print(f"{name:17s} {w.suite:9s} {w.proxies}")
         return 0
     names = workloads.names() if args.names == ["all"] else args.names
     for name in names:

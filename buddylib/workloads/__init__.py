@@ -30,7 +30,7 @@ def get(name: str) -> Workload:
 
 
 def names(suite: str | None = None) -> list[str]:
-    """Names of the registered workloads (of one ``suite``, "hpc" or "dl", if given), sorted."""
+    """Names of the registered workloads (of one ``suite``: "hpc", "dl" or "dl-extra", if given), sorted."""
     _load()
     return sorted(n for n, cls in _REGISTRY.items() if suite is None or cls.suite == suite)
 

@@ -73,7 +73,8 @@ def footprint_bytes(scale: str | float) -> int:
 class Access:
     """How a kernel touches one allocation.
 
-    ``fraction``: share of the allocation's bytes touched; ``passes``: times those bytes
+    ``fraction``: share of the allocation's bytes touched (for a gather: share of the index array's
+    entries used — the rows touched follow from the index); ``passes``: times those bytes
     move between memory and the chip (after caching); ``stride`` (elements) for strided;
     ``index`` names the index allocation that drives a gather, each index selecting ``row``
     consecutive elements (3 for an atom's x, y, z in an (N, 3) array).
@@ -177,7 +178,8 @@ class Workload(abc.ABC):
     name: ClassVar[str]
     #: What it stands for in the paper's set, e.g. "SPEC ACCEL 303.ostencil".
     proxies: ClassVar[str]
-    #: Which of the paper's suites it belongs to: "hpc" or "dl".
+    #: Which suite it belongs to: the paper's "hpc" or "dl" sets, or "dl-extra" (beyond the paper:
+    #: mixed precision, pre-trained weights), kept out of the averages compared with the paper.
     suite: ClassVar[str] = "hpc"
     #: Iterations of a run; ``setup`` may change it with the footprint.
     n_steps: int = 100
