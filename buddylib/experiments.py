@@ -97,6 +97,106 @@ def slowdowns(names: Sequence[str], scale: str | float = "quick", seed: int = 0,
                      combine_attrs="drop_conflicts")
 
 
+def memory_vs_batch(names: Sequence[str], batches: Sequence[int], scale: str | float = "quick", seed: int = 0,
+                    data: str | Path = "data", steps: int = 3, compressor: str = "bpc32", threshold: float = 0.3,
+                    regenerate: bool = False, progress: bool = True) -> xr.Dataset:
+    """GPU memory and measured training throughput of DL workloads at several mini-batch sizes.
+
+    For each network and batch size: a fresh model trained one warm-up step (so gradients and
+    optimizer state exist), then ``steps`` timed steps; the live allocations after them give the
+    bytes per kind and, compressed with ``compressor`` under the profile policy at ``threshold``,
+    the device bytes Buddy Compression reserves (targets chosen from that snapshot itself).
+    Throughput is measured on this machine (torch, one thread), so it is a CPU's curve, not a
+    GPU's. Dims (workload, batch, kind); cached beside the runs as ``<name>-<scale>-s<seed>.batch.nc``.
+    """
+    from buddylib.workloads.base import footprint_bytes
+
+    out = []
+    for name in tqdm(list(names), desc="memory vs batch", unit="workload", disable=not progress):
+        cache = Path(data) / f"{name}-{scale}-s{seed}.batch.nc"
+        if cache.exists() and not regenerate:
+            with xr.open_dataset(cache) as cached:
+                if list(cached.batch.values) == list(batches) and cached.attrs.get("compressor") == compressor:
+                    out.append(cached.load())
+                    continue
+        rows = []
+        for b in batches:
+            w = workloads.get(name)
+            if not hasattr(w, "batch_size"):
+                raise ValueError(f"workload {name!r} has no mini-batch (not a DL training workload)")
+            w.batch_size = int(b)
+            w.setup(footprint_bytes(scale), np.random.default_rng(seed))
+            w.step()  # warm-up: first-touch allocations, gradients and optimizer state
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                w.step()
+            seconds = (time.perf_counter() - t0) / steps
+            live = w.allocations()
+            snap = snapshot.snapshot_from_arrays({n: a for n, (a, _) in live.items()}, name,
+                                                 kinds={n: k for n, (_, k) in live.items()})
+            ds = analyze(snap, [compressor], thresholds=[threshold], progress=False)
+            ds = ds.isel(snapshot=0, threshold=0).sel(compressor=compressor)
+            by_kind = ds[["allocation_bytes", "device_bytes", "metadata_bytes"]].groupby("kind").sum()
+            rows.append(xr.Dataset({
+                "kind_bytes": by_kind.allocation_bytes,
+                "kind_device_bytes": by_kind.device_bytes + by_kind.metadata_bytes,
+                "step_seconds": ((), seconds),
+                "samples_per_s": ((), b / seconds),
+            }).drop_vars(["compressor", "threshold", "snapshot", "step", "time", "workload"], errors="ignore"))
+        ds = xr.concat(rows, "batch", join="outer", fill_value=0).assign_coords(batch=list(batches))
+        ds = ds.assign(footprint=ds.kind_bytes.sum("kind"), device_footprint=ds.kind_device_bytes.sum("kind"))
+        units = {"kind_bytes": "bytes", "kind_device_bytes": "bytes", "footprint": "bytes",
+                 "device_footprint": "bytes", "step_seconds": "s", "samples_per_s": "samples/s"}
+        for v, u in units.items():
+            ds[v].attrs["units"] = u
+        ds["device_footprint"].attrs["description"] = (f"device + metadata bytes under Buddy ({compressor}, "
+                                                       f"threshold {threshold})")
+        ds.attrs.update(compressor=compressor, threshold=threshold, scale=str(scale), seed=seed, steps=steps)
+        ds = ds.expand_dims(workload=[name])
+        Path(data).mkdir(parents=True, exist_ok=True)
+        ds.to_netcdf(cache)
+        out.append(ds)
+    return xr.concat(out, "workload", join="outer", fill_value=0, combine_attrs="drop_conflicts")
+
+
+def largest_batch(ds: xr.Dataset, budget: xr.DataArray | float) -> xr.Dataset:
+    """Largest mini-batch whose memory fits ``budget`` bytes, with and without Buddy, and the throughput it buys.
+
+    Memory between measured batch sizes is interpolated linearly (weights, gradients and optimizer
+    state are fixed; activations and input grow per sample) and extended past the ends along the
+    nearest measured segment; throughput is interpolated in log batch between measured points and
+    held at the ends (never extrapolated upwards). ``budget``: bytes, or per workload.
+    """
+    rows = []
+    for name in ds.workload.values:
+        d = ds.sel(workload=name)
+        b = d.batch.values.astype(float)
+        m = float(budget.sel(workload=name)) if isinstance(budget, xr.DataArray) else float(budget)
+        row: dict[str, float] = {"budget_bytes": m}
+        for key, var in (("uncompressed", "footprint"), ("buddy", "device_footprint")):
+            y = d[var].values.astype(float)
+            per_sample = (y[-1] - y[-2]) / (b[-1] - b[-2])
+            upper = int(b[-1] + max(0.0, m - y[-1]) / per_sample) + 1 if per_sample > 0 else int(b[-1])
+            cand = np.arange(1, max(upper, int(b[-1])) + 1, dtype=float)
+            mem = np.interp(cand, b, y)
+            lo, hi = cand < b[0], cand > b[-1]
+            mem[lo] = y[0] + (cand[lo] - b[0]) * (y[1] - y[0]) / (b[1] - b[0])
+            mem[hi] = y[-1] + (cand[hi] - b[-1]) * per_sample
+            fits = int(cand[mem <= m].max()) if (mem <= m).any() else 0
+            row[f"{key}_batch"] = fits
+            row[f"{key}_samples_per_s"] = (float(np.interp(np.log(fits), np.log(b), d.samples_per_s.values))
+                                           if fits else np.nan)
+        rows.append(row)
+    out = xr.Dataset({k: ("workload", [r[k] for r in rows]) for k in rows[0]}, coords={"workload": ds.workload.values})
+    out["batch_gain"] = out.buddy_batch / out.uncompressed_batch.where(out.uncompressed_batch > 0)
+    out["speedup"] = out.buddy_samples_per_s / out.uncompressed_samples_per_s
+    for v, u in (("budget_bytes", "bytes"), ("uncompressed_batch", "samples"), ("buddy_batch", "samples"),
+                 ("uncompressed_samples_per_s", "samples/s"), ("buddy_samples_per_s", "samples/s"),
+                 ("batch_gain", "1"), ("speedup", "1")):
+        out[v].attrs["units"] = u
+    return out
+
+
 def final(ds: xr.Dataset) -> xr.Dataset:
     """The last snapshot of each workload (runs may differ in snapshot count)."""
     last = ds.step.notnull().cumsum("snapshot").argmax("snapshot")
