@@ -187,6 +187,20 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
     else:
         dl_row = f"| effective capacity, DL training | not computed in this run | {paper.DL_RATIO}x |"
         dl_slow_row = "| slowdown vs ideal GPU, V100 + NVLink2, DL | not computed in this run | 1–2% |"
+    extra_names = [n for n in workloads.names("dl-extra") if names is None or n in names]
+    extra_row = []
+    if extra_names:  # beyond the paper: mixed precision, pre-trained weights
+        extra = experiments.final(experiments.workload_ratios(extra_names, scale, 0, data, progress=False))
+        extra_eff = extra.effective_ratio.sel(compressor="bpc32", threshold=THRESHOLD).to_series()
+        extra_row = ["| effective capacity beyond the paper (BPC-32, threshold 30%) | "
+                     + ", ".join(f"{n} {v:.2f}x" for n, v in extra_eff.items()) + " | not in the paper |"]
+    batch_csv = out / "07_larger_batch" / "larger_batch_memory.csv"
+    if batch_csv.exists():  # written by notebook 07 in this run
+        mem = pd.read_csv(batch_csv, index_col=0)
+        gain = mem["largest batch, Buddy"] / mem["largest batch, uncompressed"]
+        extra_row.append(f"| largest mini-batch in a fixed GPU memory, Buddy / uncompressed ({len(gain)} CNNs, "
+                         f"notebook 07) | {gain.min():.2f}x to {gain.max():.2f}x (mean {gain.mean():.2f}x) | "
+                         "larger batches (case study) |")
     bpc = df[(df.compressor == "bpc32") & (df.operation == "size")].set_index("kind")
     lines = [
         "# buddylib reports",
@@ -207,6 +221,7 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
         f"{100 * (np.exp(np.log(nv).mean()) - 1):+.1f}% (range {100 * (nv.min() - 1):+.1f}% to "
         f"{100 * (nv.max() - 1):+.1f}%) | 1–2% |",
         dl_slow_row,
+        *extra_row,
         "",
         "Our HPC workloads are proxies that run the same algorithms on the same kinds of data structures as "
         "the paper's SPEC ACCEL and DOE applications, at a smaller scale; they are not those binaries. "
