@@ -33,7 +33,9 @@ def save_data(data: xr.Dataset | xr.DataArray | pd.DataFrame, out_dir: str | Pat
     if isinstance(data, pd.DataFrame):
         data.to_csv(out / f"{name}.csv")
         return [out / f"{name}.csv"]
-    ds = data.to_dataset(name=data.name or name) if isinstance(data, xr.DataArray) else data
+    ds = data.to_dataset(name=data.name or name) if isinstance(data, xr.DataArray) else data.copy()
+    for v in ds.variables.values():  # encodings read from cached files (e.g. a 2-character string
+        v.encoding = {}              # width) would silently truncate longer values written now
     ds.to_netcdf(out / f"{name}.nc")
     ds.to_dataframe().to_csv(out / f"{name}.csv")
     return [out / f"{name}.nc", out / f"{name}.csv"]

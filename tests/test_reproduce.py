@@ -37,3 +37,15 @@ def test_workloads_cli(tmp_path: Path, capsys) -> None:
     assert (tmp_path / "ostencil-quick-s0.nc").exists() and (tmp_path / "ostencil-quick-s0.profile.json").exists()
     assert main(["workloads", "run", "nope"]) == 2
     assert "unknown workload 'nope'" in capsys.readouterr().err
+
+
+def test_cached_results_write_back_whole_names(tmp_path: Path) -> None:
+    """A result read from its cache and written again keeps every workload name whole (a stale
+    2-character string encoding from 'bt' once cut 'cloverleaf' to 'cl')."""
+    from buddylib import experiments, report
+
+    names = ["bt", "cloverleaf"]
+    experiments.slowdowns(names, "quick", data=tmp_path / "data", progress=False)  # computes, caches
+    again = experiments.slowdowns(names, "quick", data=tmp_path / "data", progress=False)  # from the caches
+    report.save_data(again.drop_vars(["um_slowdown", "um_faults"]), tmp_path / "out", "slowdown")
+    assert list(xr.open_dataset(tmp_path / "out/slowdown.nc").workload.values) == names
