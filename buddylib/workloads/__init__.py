@@ -8,6 +8,7 @@ True
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 from buddylib.workloads.base import SCALES, Access, AccessProfile, Kernel, Run, Workload, footprint_bytes
@@ -30,9 +31,22 @@ def get(name: str) -> Workload:
 
 
 def names(suite: str | None = None) -> list[str]:
-    """Names of the registered workloads (of one ``suite``: "hpc", "dl" or "dl-extra", if given), sorted."""
+    """Names of the registered workloads (of one ``suite``: "hpc", "dl" or "dl-extra", if given), sorted.
+
+    A workload that cannot run here (:meth:`Workload.missing`, e.g. its model package is not
+    installed) is left out with a warning saying why; :func:`get` still returns it.
+    """
     _load()
-    return sorted(n for n, cls in _REGISTRY.items() if suite is None or cls.suite == suite)
+    out = []
+    for n, cls in sorted(_REGISTRY.items()):
+        if suite is not None and cls.suite != suite:
+            continue
+        why = cls.missing()
+        if why is None:
+            out.append(n)
+        else:
+            warnings.warn(f"workload {n!r} left out: {why}", stacklevel=2)
+    return out
 
 
 def cached_run(name: str, scale: str | float = "quick", seed: int = 0, data: str | Path = "data",

@@ -184,6 +184,11 @@ class Workload(abc.ABC):
     #: Iterations of a run; ``setup`` may change it with the footprint.
     n_steps: int = 100
 
+    @classmethod
+    def missing(cls) -> str | None:
+        """Why this workload cannot run here (e.g. a package it reads is not installed), else None."""
+        return None
+
     @abc.abstractmethod
     def setup(self, footprint: int, rng: np.random.Generator) -> None:
         """Allocate and initialise the state for about ``footprint`` bytes of allocations."""

@@ -447,6 +447,14 @@ class MiniLMInference(Workload):
 
     name = "minilm"
     proxies = "BERT-style transformer inference (all-MiniLM-L6-v2 sentence embeddings)"
+
+    @classmethod
+    def missing(cls) -> str | None:
+        try:
+            model_dir()
+        except FileNotFoundError as e:
+            return str(e)
+        return None
     suite: ClassVar[str] = "dl-extra"  # beyond the paper: pre-trained weights, inference
     n_steps = STEPS
 
