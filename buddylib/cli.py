@@ -39,6 +39,7 @@ def _analyze(args: argparse.Namespace) -> int:
     import json
 
     from buddylib import analysis, readers
+    from buddylib.compressors import names as compressor_names
     from buddylib.snapshot import Snapshot
 
     shape = _parse_shape(args.shape) if args.shape else None
@@ -48,14 +49,25 @@ def _analyze(args: argparse.Namespace) -> int:
         raise ValueError(f"--out {args.out}: the result file must end in .nc (netCDF) or .zarr")
     if args.out and not Path(args.out).absolute().parent.is_dir():
         raise ValueError(f"--out {args.out}: folder {Path(args.out).parent} does not exist")
-    allocations = []
-    for path in args.paths:
-        prefix = f"{Path(path).name}:" if len(args.paths) > 1 else ""
-        allocations.extend(readers.read(path, dtype=args.dtype, shape=shape, prefix=prefix))
-    snapshot = Snapshot("user", allocations)
+    run = _saved_run(args.paths) if args.dtype is None else None
+    if run is None:
+        allocations = []
+        for path in args.paths:
+            prefix = f"{Path(path).name}:" if len(args.paths) > 1 else ""
+            allocations.extend(readers.read(path, dtype=args.dtype, shape=shape, prefix=prefix))
+        snapshots = [Snapshot("user", allocations)]
+    else:
+        snapshots = run
+        recorded = set.intersection(*(set(a.sectors) for s in run for a in s.allocations))
+        missing = [c for c in args.compressor if c in compressor_names() and c not in recorded]
+        if missing:
+            raise ValueError(f"{args.paths[0]}: a saved run without bytes; it records sectors for "
+                             f"{', '.join(sorted(recorded))}, not {', '.join(missing)}")
+        print(f"{args.paths[0]}: saved run of {run[0].workload}, {len(run)} snapshots; targets chosen over all of "
+              f"them, table of the last (step {run[-1].step})", file=sys.stderr)
     client = _client(args.scheduler) if args.scheduler else None
     try:
-        ds = analysis.analyze(snapshot, compressors=args.compressor, thresholds=[args.threshold],
+        ds = analysis.analyze(snapshots, compressors=args.compressor, thresholds=[args.threshold],
                               targets=args.targets, policy=args.policy, zero_flag=not args.no_zero_flag,
                               client=client, progress=None if client is None else True)
     finally:
@@ -78,6 +90,25 @@ def _analyze(args: argparse.Namespace) -> int:
         _write_dataset(ds, Path(args.out))
         print(f"wrote {args.out}", file=sys.stderr)
     return 0
+
+
+def _saved_run(paths: list[str]) -> list | None:
+    """The snapshots of a run saved by the suite (``buddy workloads run``, ``Run.save``): one ``.nc`` file
+    or zarr store whose groups are ``snapshot_000``...; None for anything else (a user's arrays)."""
+    from buddylib import snapshot
+
+    p = Path(paths[0])
+    is_run = p.suffix == ".nc" or (p.is_dir() and (p / "snapshot_000").is_dir())
+    if not is_run:
+        return None
+    if len(paths) > 1:
+        raise ValueError(f"{p}: a saved run is analysed on its own, not with other files")
+    try:
+        return snapshot.load(p)
+    except (FileNotFoundError, ValueError):
+        raise
+    except Exception as exc:  # netCDF/HDF5 errors: not a file snapshot.save wrote
+        raise ValueError(f"{p}: not a run saved by buddylib ({type(exc).__name__}: {exc})") from exc
 
 
 def _json_row(row: dict) -> dict:
@@ -207,7 +238,8 @@ def _parser() -> argparse.ArgumentParser:
                        description="Read arrays (.npy, .npz, .safetensors, .pt/.pth, zarr, raw dumps "
                                    "with --dtype), treat each as an allocation, and print its ideal "
                                    "ratio per compressor, chosen target, overflow and device/buddy bytes.")
-    a.add_argument("paths", nargs="+", metavar="PATH", help="input files or zarr stores")
+    a.add_argument("paths", nargs="+", metavar="PATH",
+                   help="input files or zarr stores, or one run saved by `buddy workloads run` (.nc)")
     a.add_argument("--compressor", nargs="+", default=list(DEFAULT_COMPRESSORS), metavar="NAME",
                    help="compressors; the first drives the layout (default: %(default)s)")
     a.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,

@@ -320,3 +320,20 @@ def test_installed_entry_point():
     bad = subprocess.run([buddy, "analyze", "missing.npy"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2
     assert bad.stderr.strip() == "buddy analyze: error: missing.npy: no such file or directory"
+
+
+def test_analyze_a_saved_workload_run(tmp_path: Path, capsys) -> None:
+    """`buddy analyze` reads a run saved by `buddy workloads run`: the same numbers as analysing it in Python."""
+    from buddylib import analysis, snapshot, workloads
+
+    path = workloads.get("ostencil").run("quick", seed=0, compressors=["bpc32", "bdi"]).save(tmp_path)
+    rc, out, err = _analyze(capsys, path, "--compressor", "bdi", "--json")
+    assert rc == 0 and "saved run of ostencil, 8 snapshots" in err
+    ds = analysis.analyze(snapshot.load(path), ["bdi"], thresholds=[0.3])
+    assert json.loads(out)["total"]["effective"] == pytest.approx(float(ds.effective_ratio.isel(snapshot=-1).item()))
+    rc, out, err = _analyze(capsys, path, "--compressor", "zvc")  # sectors not recorded, bytes not kept
+    assert rc == 2 and "records sectors for bdi, bpc32, not zvc" in err
+    bad = tmp_path / "bad.nc"
+    bad.write_text("not netCDF")
+    rc, out, err = _analyze(capsys, bad)
+    assert rc == 2 and err.startswith(f"buddy analyze: error: {bad}: not a run saved by buddylib")
