@@ -1,10 +1,11 @@
 """``make reproduce``: run every result the suite has into ``reports/`` and index it.
 
-Steps today: the compressor study (SPEC §2) on built-in data, the HPC effective ratios
-(SPEC §3, §5) from the built-in workloads at default scale, and their slowdown from the
-timing model with its sweeps and the Unified-Memory comparison (SPEC §4). Workload snapshots are
-cached in ``data/`` and reused unless ``regenerate`` is set. Every number in the index is
-computed by this run; the paper's numbers sit beside them, labelled as the paper's.
+Steps: the compressor study (SPEC §2) on built-in data, the HPC effective ratios (SPEC §3,
+§5) from the built-in workloads at default scale and their slowdown from the timing model
+(SPEC §4) as tidy data, then every notebook at the same scale (SPEC §6; the figures are the
+notebooks'), then the index. Workload snapshots are cached in ``data/`` and reused unless
+``regenerate`` is set. Every number in the index is computed by this run; the paper's numbers
+sit beside them, labelled as the paper's.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pandas as pd
 import xarray as xr
 from tqdm import tqdm
 
-from buddylib import bench, experiments, paper, report, workloads
+from buddylib import bench, experiments, paper, workloads
 
 THRESHOLD = 0.3
 
@@ -31,35 +32,6 @@ def hpc_ratios(data: Path, scale: str = "default", seed: int = 0, regenerate: bo
                           "footprint_MiB": last.footprint.values / 2**20, "allocations": last.n_allocations.values,
                           "snapshots": ds.step.notnull().sum("snapshot").values})
     return last, times
-
-
-def plot_slowdown(ds: xr.Dataset, out: Path) -> dict[str, Path]:
-    """Slowdown per workload at NVLink2 on a V100, and its sensitivity to link bandwidth."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    base = ds.sel(gpu="V100-32GB", threshold=THRESHOLD, latency_scale=1, metadata_cache_bytes=64 << 10)
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.8), constrained_layout=True)
-    pct = 100 * (base.slowdown.sel(link="NVLink2") - 1)
-    axes[0].bar(ds.workload.values, pct.values, color="tab:blue")
-    axes[0].axhspan(1, 2, color="k", alpha=0.12, label="paper: 1–2% (NVLink2)")
-    axes[0].axhline(0, color="k", lw=0.8)
-    axes[0].set(ylabel="slowdown vs ideal GPU (%)", title="V100 + NVLink2 (150 GB/s), threshold 30%")
-    axes[0].tick_params(axis="x", rotation=30)
-    axes[0].legend()
-    order = np.argsort(base.link_bandwidth.values)
-    bw = base.link_bandwidth.values[order] / 1e9
-    for w in ds.workload.values:
-        axes[1].plot(bw, 100 * (base.slowdown.sel(workload=w).values[order] - 1), marker="o", label=str(w))
-    axes[1].set(xscale="log", xlabel="link bandwidth per direction (GB/s, log scale)",
-                ylabel="slowdown vs ideal GPU (%)", title="Sensitivity to the link (V100, threshold 30%)")
-    axes[1].axvline(150, color="grey", ls=":", lw=1)
-    axes[1].legend(fontsize=7, ncol=2)
-    paths = dict(zip(("png", "svg"), report.save_figure(fig, out, "slowdown"), strict=True))
-    plt.close(fig)
-    return paths
 
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
@@ -105,36 +77,6 @@ def _parameters(nb: Path) -> set[str]:
     return set()
 
 
-def plot_hpc(ds: xr.Dataset, out: Path) -> dict[str, Path]:
-    """Effective vs ideal ratio per workload (BPC-32, threshold 30%), paper averages marked."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    sel = ds.sel(compressor="bpc32")
-    df = pd.DataFrame({
-        "workload": np.tile(ds.workload.values, 2),
-        "ratio": np.r_[sel.effective_ratio.sel(threshold=THRESHOLD).values, sel.ideal_ratio_total.values],
-        "what": ["effective (Buddy, threshold 30%)"] * ds.workload.size + ["ideal (no placement limit)"]
-        * ds.workload.size,
-    })
-    fig, ax = plt.subplots(figsize=(11, 4.8), constrained_layout=True)
-    sns.barplot(df, x="workload", y="ratio", hue="what", ax=ax)
-    ax.axhline(paper.HPC_RATIO_ISCA, color="k", ls="--", lw=1)
-    ax.axhline(paper.HPC_RATIO_ARXIV, color="k", ls=":", lw=1)
-    ax.text(-0.45, paper.HPC_RATIO_ISCA, " paper average, ISCA: 1.9x", va="bottom", fontsize=8)
-    ax.text(-0.45, paper.HPC_RATIO_ARXIV, " paper average, arXiv: 2.2x", va="bottom", fontsize=8)
-    ax.set(ylabel="compression ratio (capacity expansion, x)", xlabel="HPC workload (proxy)",
-           title="HPC workloads: Buddy effective ratio with BPC-32, final snapshot")
-    ax.set_yscale("log", base=2)
-    ax.tick_params(axis="x", rotation=30)
-    paths = dict(zip(("png", "svg"), report.save_figure(fig, out, "hpc_ratios"), strict=True))
-    plt.close(fig)
-    return paths
-
-
 def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: bool = False,
         scale: str = "default", names: list[str] | None = None, notebooks: list[str] | None = None) -> Path:
     """Run all steps into ``out`` and write ``out/README.md``; return the index path.
@@ -155,7 +97,7 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
     hpc.to_netcdf(hpc_dir / "hpc_ratios.nc")
     table = _hpc_table(hpc, times)
     table.to_csv(hpc_dir / "hpc_ratios.csv")
-    hpc_paths = {"nc": hpc_dir / "hpc_ratios.nc", "csv": hpc_dir / "hpc_ratios.csv", **plot_hpc(hpc, hpc_dir)}
+    hpc_paths = {"nc": hpc_dir / "hpc_ratios.nc", "csv": hpc_dir / "hpc_ratios.csv"}
     hpc_took = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -167,7 +109,7 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
     slow_table = (100 * (slow.slowdown.sel(**at) - 1)).to_pandas()
     slow_table["UM (64 KiB pages), x"] = slow.um_slowdown.sel(um_page_bytes=64 << 10).to_series()
     slow_table.to_csv(slow_dir / "slowdown.csv")
-    slow_paths = {"nc": slow_dir / "slowdown.nc", "csv": slow_dir / "slowdown.csv", **plot_slowdown(slow, slow_dir)}
+    slow_paths = {"nc": slow_dir / "slowdown.nc", "csv": slow_dir / "slowdown.csv"}
     slow_took = time.perf_counter() - t0
     nv = slow.slowdown.sel(**at, link="NVLink2").values
 
@@ -247,8 +189,7 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
         "",
         "## HPC workloads",
         "",
-        "![HPC ratios](hpc/hpc_ratios.png)",
-        "",
+        *_figure(out, "02_hpc_ratios/hpc_ratios.png", "HPC effective and ideal ratios (notebook 02)"),
         "```",
         table.round(3).to_string(),
         "```",
@@ -259,8 +200,7 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
         "(percent slowdown on a V100 at threshold 30%), then Unified-Memory oversubscription by the same "
         "capacity factor (times slower).",
         "",
-        "![slowdown](slowdown/slowdown.png)",
-        "",
+        *_figure(out, "05_slowdown_sensitivity/slowdown_sensitivity.png", "slowdown and its sensitivity (notebook 05)"),
         "```",
         slow_table.round(2).to_string(),
         "```",
@@ -285,6 +225,11 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
     (out / "index.html").write_text(f"<!doctype html><meta charset='utf-8'><title>buddylib reports</title>"
                                     f"<body style='font-family:sans-serif;max-width:1100px;margin:auto'>{html}")
     return index
+
+
+def _figure(out: Path, path: str, title: str) -> list[str]:
+    """Markdown lines showing a notebook's figure, if that notebook ran (the figures are the notebooks')."""
+    return [f"![{title}]({path})", ""] if (out / path).exists() else []
 
 
 def _environment() -> dict[str, str]:
