@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from buddylib import snapshot, workloads
 from buddylib.analysis import DEFAULT_COMPRESSORS, analyze
+from buddylib.provenance import ANALYSIS_SOURCES, code_version
 
 THRESHOLDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 
@@ -73,9 +74,11 @@ def slowdowns(names: Sequence[str], scale: str | float = "quick", seed: int = 0,
     for name in tqdm(list(names), desc="timing model", unit="workload", disable=not progress):
         run_path = workloads.cached_run(name, scale, seed, data)
         cache = run_path.with_suffix(f".slowdown-t{threshold:g}.nc")
-        if cache.exists() and cache.stat().st_mtime >= run_path.stat().st_mtime:  # same run: reuse
-            out.append(_load_cached(cache))
-            continue
+        if cache.exists() and cache.stat().st_mtime >= run_path.stat().st_mtime:  # same run ...
+            cached = _load_cached(cache)
+            if cached.attrs.get("code") == code_version(*ANALYSIS_SOURCES):  # ... and same code: reuse
+                out.append(cached)
+                continue
         ws = Workset.load(run_path)
         ds = sweep(ws, gpus=["V100-32GB", "A100-80GB", "H100-80GB", "H200-141GB"], links=list(LINKS),
                    thresholds=[0.1, 0.2, 0.3, 0.4, 0.5], latency_scales=[0.5, 1, 2, 4, 8],
@@ -90,6 +93,7 @@ def slowdowns(names: Sequence[str], scale: str | float = "quick", seed: int = 0,
         ds = ds.assign_coords(um_page_bytes=[4 << 10, 64 << 10, 2 << 20])
         ds["effective_ratio"] = ((), ratio, {"units": "1"})
         ds = ds.expand_dims(workload=[name])
+        ds.attrs["code"] = code_version(*ANALYSIS_SOURCES)
         ds.to_netcdf(cache)
         out.append(ds)
     return xr.concat(out, "workload", coords="different", compat="equals", join="outer",
@@ -115,7 +119,8 @@ def memory_vs_batch(names: Sequence[str], batches: Sequence[int], scale: str | f
         cache = Path(data) / f"{name}-{scale}-s{seed}.batch.nc"
         if cache.exists() and not regenerate:
             cached = _load_cached(cache)
-            if list(cached.batch.values) == list(batches) and cached.attrs.get("compressor") == compressor:
+            if (list(cached.batch.values) == list(batches) and cached.attrs.get("compressor") == compressor
+                    and cached.attrs.get("code") == code_version(*ANALYSIS_SOURCES)):
                 out.append(cached)
                 continue
         rows = []
@@ -150,7 +155,8 @@ def memory_vs_batch(names: Sequence[str], batches: Sequence[int], scale: str | f
             ds[v].attrs["units"] = u
         ds["device_footprint"].attrs["description"] = (f"device + metadata bytes under Buddy ({compressor}, "
                                                        f"threshold {threshold})")
-        ds.attrs.update(compressor=compressor, threshold=threshold, scale=str(scale), seed=seed, steps=steps)
+        ds.attrs.update(compressor=compressor, threshold=threshold, scale=str(scale), seed=seed, steps=steps,
+                        code=code_version(*ANALYSIS_SOURCES))
         ds = ds.expand_dims(workload=[name])
         Path(data).mkdir(parents=True, exist_ok=True)
         ds.to_netcdf(cache)

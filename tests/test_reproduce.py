@@ -51,3 +51,31 @@ def test_cached_results_write_back_whole_names(tmp_path: Path) -> None:
     again = experiments.slowdowns(names, "quick", data=tmp_path / "data", progress=False)  # from the caches
     report.save_data(again.drop_vars(["um_slowdown", "um_faults"]), tmp_path / "out", "slowdown")
     assert list(xr.open_dataset(tmp_path / "out/slowdown.nc").workload.values) == names
+
+
+def test_caches_made_by_other_code_are_recomputed(tmp_path: Path, monkeypatch) -> None:
+    """A cached run or slowdown made before the code changed is never reused (it would be a stale number)."""
+    import json
+
+    from buddylib import experiments, workloads
+
+    data = tmp_path / "data"
+    path = workloads.cached_run("ostencil", "quick", data=data)
+    profile = path.with_suffix(".profile.json")
+    made = path.stat().st_mtime_ns
+    assert workloads.cached_run("ostencil", "quick", data=data) == path and path.stat().st_mtime_ns == made  # reused
+    experiments.slowdowns(["ostencil"], "quick", data=data, progress=False)
+    sweep = path.with_suffix(".slowdown-t0.3.nc")
+    swept = sweep.stat().st_mtime_ns
+    experiments.slowdowns(["ostencil"], "quick", data=data, progress=False)
+    assert sweep.stat().st_mtime_ns == swept  # same run, same code: reused
+
+    monkeypatch.setattr(experiments, "code_version", lambda *parts: "other-code")
+    experiments.slowdowns(["ostencil"], "quick", data=data, progress=False)
+    assert sweep.stat().st_mtime_ns > swept  # the timing model changed: recomputed
+    assert xr.open_dataset(sweep).attrs["code"] == "other-code"
+
+    meta = json.loads(profile.read_text())
+    profile.write_text(json.dumps({**meta, "code": "before-a-compressor-fix"}))
+    workloads.cached_run("ostencil", "quick", data=data)
+    assert path.stat().st_mtime_ns > made and json.loads(profile.read_text())["code"] == meta["code"]

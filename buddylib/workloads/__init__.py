@@ -51,14 +51,21 @@ def names(suite: str | None = None) -> list[str]:
 
 def cached_run(name: str, scale: str | float = "quick", seed: int = 0, data: str | Path = "data",
                regenerate: bool = False) -> Path:
-    """Path of ``name``'s saved run (snapshots .nc beside its profile), running it only if missing.
+    """Path of ``name``'s saved run (snapshots .nc beside its profile), running it only if missing
+    or made by other code (its profile records :func:`~buddylib.provenance.code_version`).
 
     Runs record all five compressors and the zstd/lz4 references, so any analysis can use them.
     """
+    import json
+
+    from buddylib.provenance import RUN_SOURCES, code_version
     from buddylib.workloads.base import ALL_COMPRESSORS
 
     path = Path(data) / f"{name}-{scale}-s{seed}.nc"
-    if regenerate or not path.exists() or not path.with_suffix(".profile.json").exists():
+    profile = path.with_suffix(".profile.json")
+    current = path.exists() and profile.exists() and \
+        json.loads(profile.read_text()).get("code") == code_version(*RUN_SOURCES)
+    if regenerate or not current:
         get(name).run(scale, seed=seed, compressors=ALL_COMPRESSORS, references=("zstd", "lz4")).save(data)
     return path
 

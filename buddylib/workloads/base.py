@@ -30,6 +30,7 @@ import numba as nb
 import numpy as np
 from tqdm import tqdm
 
+from buddylib.provenance import RUN_SOURCES, code_version
 from buddylib.snapshot import Allocation, Snapshot
 
 MB = 1 << 20
@@ -166,7 +167,7 @@ class Run:
         snapshot.save(self.snapshots, stem.with_suffix(".nc"), compressors=compressors)
         stem.with_suffix(".profile.json").write_text(json.dumps(
             {**self.profile.to_dict(), "scale": self.scale, "seed": self.seed, "digest": self.digest,
-             "seconds": self.seconds}, indent=1))
+             "seconds": self.seconds, "code": code_version(*RUN_SOURCES)}, indent=1))
         if self.index_arrays:
             np.savez(stem.with_suffix(".index.npz"), **self.index_arrays)
         return stem.with_suffix(".nc")
