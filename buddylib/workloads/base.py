@@ -184,6 +184,8 @@ class Workload(abc.ABC):
     suite: ClassVar[str] = "hpc"
     #: Iterations of a run; ``setup`` may change it with the footprint.
     n_steps: int = 100
+    #: numba threads compressing the snapshots in :meth:`run` (None: numba's setting).
+    compress_threads: ClassVar[int | None] = None
 
     @classmethod
     def missing(cls) -> str | None:
@@ -215,10 +217,20 @@ class Workload(abc.ABC):
         run's memory stays that of the workload; ``keep_bytes`` also keeps copies of the bytes;
         ``references`` ("zstd", "lz4") records each allocation's whole-buffer compressed size.
         """
-        from buddylib.compressors import reference_bytes, sectors
-
         if n_snapshots < 2:
             raise ValueError(f"n_snapshots {n_snapshots}: at least the start and the end are recorded")
+        threads = nb.get_num_threads()
+        if self.compress_threads is not None:
+            nb.set_num_threads(self.compress_threads)
+        try:
+            return self._run(scale, seed, n_snapshots, compressors, keep_bytes, progress, references)
+        finally:
+            nb.set_num_threads(threads)
+
+    def _run(self, scale: str | float, seed: int, n_snapshots: int, compressors: Sequence[str], keep_bytes: bool,
+             progress: bool | None, references: Sequence[str]) -> Run:
+        from buddylib.compressors import reference_bytes, sectors
+
         t0 = time.perf_counter()
         rng = np.random.default_rng(seed)
         self.setup(footprint_bytes(scale), rng)

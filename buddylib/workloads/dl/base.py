@@ -44,13 +44,28 @@ import numpy as np
 import torch
 from torch import nn
 
-from buddylib.workloads.base import SCALES, Access, AccessProfile, Kernel, Run, Workload
+from buddylib.workloads.base import SCALES, Access, AccessProfile, Kernel, Workload
 
 #: Footprints up to this many bytes use a workload's "quick" configuration.
 QUICK_LIMIT = 4 << 20
 #: Intra-op threads of torch during a step: fixed, so float reductions (and bytes) repeat; one,
 #: because on shared cores a second OpenMP thread made each small kernel wait ~5 ms (30x slower).
 THREADS = 1
+
+
+@contextlib.contextmanager
+def deterministic_torch(threads: int = THREADS) -> Iterator[None]:
+    """Deterministic algorithms and a fixed intra-op thread count, so float reductions (and the bytes
+    of a snapshot) repeat; the global settings are restored after."""
+    before = torch.get_num_threads()
+    det, warn = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(det, warn_only=warn)
+        torch.set_num_threads(before)
 
 
 def width_factor(footprint: int) -> float:
@@ -270,6 +285,10 @@ class TorchWorkload(Workload):
     suite: ClassVar[str] = "dl"
     #: Intra-op threads of torch during a step.
     threads: ClassVar[int] = THREADS
+    #: With torch's OpenMP pool spinning on the same cores, every parallel numba launch waits
+    #: milliseconds for its threads, and a network has hundreds of small allocations per
+    #: snapshot; one thread compresses them orders of magnitude faster here.
+    compress_threads: ClassVar[int | None] = 1
     #: Mixed precision: the forward runs under ``torch.autocast`` to this dtype (parameters, their
     #: gradients and the optimizer state stay fp32 — the master copy); ``None`` trains in fp32.
     autocast: ClassVar[torch.dtype | None] = None
@@ -367,38 +386,16 @@ class TorchWorkload(Workload):
         """The kernels of the last step (none before the first)."""
         return AccessProfile(self.name, self._trace_kernels(*self._last) if self._last else [])
 
-    def run(self, *args: Any, **kwargs: Any) -> Run:
-        """As :meth:`Workload.run`, compressing with one numba thread.
-
-        With torch's OpenMP pool spinning on the same cores, every parallel numba launch waits
-        milliseconds for its threads, and a network has hundreds of small allocations per
-        snapshot; one thread compresses them orders of magnitude faster here.
-        """
-        import numba
-
-        before = numba.get_num_threads()
-        numba.set_num_threads(1)
-        try:
-            return super().run(*args, **kwargs)
-        finally:
-            numba.set_num_threads(before)
-
     # -- machinery ----------------------------------------------------------------------------
     @contextlib.contextmanager
     def _torch_env(self) -> Iterator[None]:
         """This workload's torch RNG, deterministic algorithms and thread count; global state restored after."""
-        threads = torch.get_num_threads()
-        det, warn = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
-        with torch.random.fork_rng(devices=[]):
+        with torch.random.fork_rng(devices=[]), deterministic_torch(self.threads):
             torch.set_rng_state(self._torch_rng)
-            torch.set_num_threads(self.threads)
-            torch.use_deterministic_algorithms(True)
             try:
                 yield
             finally:
                 self._torch_rng = torch.get_rng_state()
-                torch.use_deterministic_algorithms(det, warn_only=warn)
-                torch.set_num_threads(threads)
 
     def _next_batch(self) -> None:
         x, y = self.batch()

