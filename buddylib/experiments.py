@@ -112,10 +112,10 @@ def memory_vs_batch(names: Sequence[str], batches: Sequence[int], scale: str | f
     Throughput is measured on this machine (torch, one thread), so it is a CPU's curve, not a
     GPU's. Dims (workload, batch, kind); cached beside the runs as ``<name>-<scale>-s<seed>.batch.nc``.
     """
-    from buddylib.workloads.base import footprint_bytes
-
     out = []
     for name in tqdm(list(names), desc="memory vs batch", unit="workload", disable=not progress):
+        if not hasattr(workloads.get(name), "batch_size"):
+            raise ValueError(f"workload {name!r} has no mini-batch (not a DL training workload)")
         cache = Path(data) / f"{name}-{scale}-s{seed}.batch.nc"
         if cache.exists() and not regenerate:
             cached = _load_cached(cache)
@@ -125,11 +125,9 @@ def memory_vs_batch(names: Sequence[str], batches: Sequence[int], scale: str | f
                 continue
         rows = []
         for b in batches:
-            w = workloads.get(name)
-            if not hasattr(w, "batch_size"):
-                raise ValueError(f"workload {name!r} has no mini-batch (not a DL training workload)")
+            w = workloads.get(name)  # a fresh model for every batch size
             w.batch_size = int(b)
-            w.setup(footprint_bytes(scale), np.random.default_rng(seed))
+            w.setup(workloads.footprint_bytes(scale), np.random.default_rng(seed))
             w.step()  # warm-up: first-touch allocations, gradients and optimizer state
             t0 = time.perf_counter()
             for _ in range(steps):

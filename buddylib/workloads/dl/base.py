@@ -192,11 +192,10 @@ class _Call:
 class _Tracer:
     """Keeps every tensor autograd saves in a forward, and which module call made and saved it."""
 
-    def __init__(self, names: dict[nn.Module, str], known: dict[int, str],
-                 param_names: dict[int, str] | None = None) -> None:
+    def __init__(self, names: dict[nn.Module, str], known: dict[int, str], param_names: dict[int, str]) -> None:
         self.names = names
         self.known = known  # storage -> allocation name, for parameters, buffers and the batch
-        self.param_names = param_names or {}  # id(parameter) -> name, to recognise half-precision copies
+        self.param_names = param_names  # id(parameter) -> name, to recognise half-precision copies
         self.half: dict[int, str] = {}  # storage -> "<param>.<dtype>" for autocast's copies of parameters
         self.calls: list[_Call] = []
         self.stack: list[int] = []
