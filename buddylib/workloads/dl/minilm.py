@@ -445,7 +445,9 @@ class MiniLMInference(Workload):
 
     name = "minilm"
     proxies = "BERT-style transformer inference (all-MiniLM-L6-v2 sentence embeddings)"
+    suite: ClassVar[str] = "dl-extra"  # beyond the paper: pre-trained weights, inference
     compress_threads: ClassVar[int | None] = 1  # see TorchWorkload.compress_threads
+    n_steps = STEPS
 
     @classmethod
     def missing(cls) -> str | None:
@@ -454,8 +456,6 @@ class MiniLMInference(Workload):
         except FileNotFoundError as e:
             return str(e)
         return None
-    suite: ClassVar[str] = "dl-extra"  # beyond the paper: pre-trained weights, inference
-    n_steps = STEPS
 
     def setup(self, footprint: int, rng: np.random.Generator) -> None:
         self.rng = rng
