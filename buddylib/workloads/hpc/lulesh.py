@@ -717,7 +717,7 @@ class Lulesh(Workload):
         np.add.at(self.nodalMass, nodes.ravel(), np.repeat(vol / 8.0, 8))
         einit = EBASE * (n / 45.0) ** 3
         self.e[0] = einit
-        self.deltatime = 0.5 * np.cbrt(self.volo[0]) / math.sqrt(2.0 * einit)
+        self.deltatime = 0.5 * math.cbrt(self.volo[0]) / math.sqrt(2.0 * einit)  # C library cbrt, as in the kernels
         self.time, self.cycle = 0.0, 0
         self.dtcourant = self.dthydro = 1.0e20
         self.extent = n  # the first cycle touches every element

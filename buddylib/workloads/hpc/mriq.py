@@ -31,16 +31,34 @@ import numpy as np
 
 from buddylib.workloads import register
 from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload
+from buddylib.workloads.hpc import _libm
 
 CHUNK = 1024  # Parboil's KERNEL_Q_K_ELEMS_PER_GRID
+TILE = 64  # voxels per inner loop (64 vectorised best of 8-64 on AVX-512, AVX2 and generic x86-64)
 
 
-@nb.njit(parallel=True, fastmath=True, cache=True)
+@nb.njit(cache=True, inline="always")
+def _cos_sin(t):
+    """cos and sin of 2 pi t (t in cycles): the phase is reduced to whole cycles (t - rint(t)) and a
+    short polynomial gives sin and cos of the remaining half turn, accurate to float32 rounding."""
+    one = np.float32(1.0)
+    u = np.float32(np.pi) * (t - np.rint(t))  # half the phase, in [-pi/2, pi/2]
+    u2 = u * u
+    s = u * (one + u2 * (np.float32(-1 / 6) + u2 * (np.float32(1 / 120) + u2 * (
+        np.float32(-1 / 5040) + u2 * (np.float32(1 / 362880) + u2 * np.float32(-1 / 39916800))))))
+    c = one + u2 * (np.float32(-1 / 2) + u2 * (np.float32(1 / 24) + u2 * (np.float32(-1 / 720) + u2 * (
+        np.float32(1 / 40320) + u2 * (np.float32(-1 / 3628800) + u2 * np.float32(1 / 479001600))))))
+    return c * c - s * s, np.float32(2.0) * s * c
+
+
+@nb.njit(parallel=True, cache=True)
 def _compute_q(x, y, z, kvals, k0, k1, qr, qi):
-    """Qr/Qi[i] += sum_{k0 <= k < k1} phiMag[k] (cos, sin)(2 pi k . x_i), one voxel per thread.
+    """Qr/Qi[i] += sum_{k0 <= k < k1} phiMag[k] (cos, sin)(2 pi k . x_i), each voxel summing in sample order.
 
     The chunk of kVals is first staged (on the GPU: into constant memory; here: into four
-    contiguous arrays the inner loop vectorises over).
+    contiguous arrays). Voxels go ``TILE`` at a time, so the inner loop runs across independent
+    voxels (SIMD lanes) and never reorders a sum: no fastmath, so the bytes are the same whatever
+    the vector width of the CPU. The last partial tile is done voxel by voxel, in the same order.
     """
     m = k1 - k0
     kx = np.empty(m, np.float32)
@@ -52,26 +70,29 @@ def _compute_q(x, y, z, kvals, k0, k1, qr, qi):
         ky[k] = kvals[k0 + k, 1]
         kz[k] = kvals[k0 + k, 2]
         pm[k] = kvals[k0 + k, 3]
-    pi = np.float32(np.pi)
-    one = np.float32(1.0)
-    for i in nb.prange(x.size):
-        xi = x[i]
-        yi = y[i]
-        zi = z[i]
-        ar = np.float32(0.0)
-        ai = np.float32(0.0)
+    full = x.size // TILE
+    for tile in nb.prange(full):
+        lo = tile * TILE
+        xs, ys, zs = x[lo:lo + TILE], y[lo:lo + TILE], z[lo:lo + TILE]
+        ar = np.zeros(TILE, np.float32)
+        ai = np.zeros(TILE, np.float32)
         for k in range(m):
-            t = kx[k] * xi + ky[k] * yi + kz[k] * zi  # cycles
-            u = pi * (t - np.rint(t))  # half the phase, in [-pi/2, pi/2]
-            u2 = u * u
-            s = u * (one + u2 * (np.float32(-1 / 6) + u2 * (np.float32(1 / 120) + u2 * (
-                np.float32(-1 / 5040) + u2 * (np.float32(1 / 362880) + u2 * np.float32(-1 / 39916800))))))
-            c = one + u2 * (np.float32(-1 / 2) + u2 * (np.float32(1 / 24) + u2 * (np.float32(-1 / 720) + u2 * (
-                np.float32(1 / 40320) + u2 * (np.float32(-1 / 3628800) + u2 * np.float32(1 / 479001600))))))
-            ar += pm[k] * (c * c - s * s)  # cos(2 pi t)
-            ai += pm[k] * (np.float32(2.0) * s * c)  # sin(2 pi t)
-        qr[i] += ar
-        qi[i] += ai
+            a, b, c, p = kx[k], ky[k], kz[k], pm[k]
+            for v in range(TILE):
+                cos, sin = _cos_sin(a * xs[v] + b * ys[v] + c * zs[v])
+                ar[v] += p * cos
+                ai[v] += p * sin
+        for v in range(TILE):
+            qr[lo + v] += ar[v]
+            qi[lo + v] += ai[v]
+    for i in range(full * TILE, x.size):
+        ar1, ai1 = np.float32(0.0), np.float32(0.0)
+        for k in range(m):
+            cos, sin = _cos_sin(kx[k] * x[i] + ky[k] * y[i] + kz[k] * z[i])
+            ar1 += pm[k] * cos
+            ai1 += pm[k] * sin
+        qr[i] += ar1
+        qi[i] += ai1
 
 
 def _fibonacci_directions(n: int) -> np.ndarray:
@@ -80,15 +101,26 @@ def _fibonacci_directions(n: int) -> np.ndarray:
     cz = 1 - 2 * i / n  # z in (-1, 1)
     phi = np.pi * (1 + 5**0.5) * i
     r = np.sqrt(1 - cz**2)
-    return np.stack([r * np.cos(phi), r * np.sin(phi), cz], axis=1)
+    return np.stack([r * _libm.cos(phi), r * _libm.sin(phi), cz], axis=1)
 
 
 def _random_rotation(rng: np.random.Generator) -> np.ndarray:
-    q, r = np.linalg.qr(rng.standard_normal((3, 3)))
-    q *= np.sign(np.diag(r))
-    if np.linalg.det(q) < 0:
-        q[:, 0] = -q[:, 0]
-    return q
+    """A uniformly random rotation matrix, from a random unit quaternion (arithmetic only: no LAPACK,
+    whose kernels differ between CPUs)."""
+    q = rng.standard_normal(4)
+    w, x, y, z = q / np.sqrt(np.sum(q * q))
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` as products summed in index order (a BLAS call's summation order depends on the CPU)."""
+    cols = b.reshape(b.shape[0], -1)
+    out = a[:, :1] * cols[0]
+    for i in range(1, a.shape[1]):
+        out = out + a[:, i:i + 1] * cols[i]
+    return out.reshape(a.shape[0], *b.shape[1:])
 
 
 @register
@@ -114,13 +146,14 @@ class MRIQ(Workload):
         # centre-out 3-D radial trajectory: spokes of `n_read` samples, |k| up to side / 2
         n_read = 32
         n_spokes = -(-num_k // n_read)
-        dirs = _fibonacci_directions(n_spokes) @ _random_rotation(rng).T
+        dirs = _matmul(_fibonacci_directions(n_spokes), _random_rotation(rng).T)
         radius = (np.arange(n_read) + 0.5) / n_read * (side / 2)
         k = (dirs[:, None, :] * radius[None, :, None]).reshape(-1, 3)[:num_k]
         self.num_k = num_k
         # phi: FT of a one-voxel box basis function, shifted by a random sub-voxel offset
         shift = rng.uniform(-0.5, 0.5, 3) / side
-        phi = np.prod(np.sinc(k / side), axis=1) * np.exp(-2j * np.pi * (k @ shift))
+        phase = -2 * np.pi * _matmul(k, shift)
+        phi = np.prod(_libm.sinc(k / side), axis=1) * (_libm.cos(phase) + 1j * _libm.sin(phase))
         self.phiR = phi.real.astype(np.float32)
         self.phiI = phi.imag.astype(np.float32)
         self.phiMag = self.phiR * self.phiR + self.phiI * self.phiI  # ComputePhiMag (float32)

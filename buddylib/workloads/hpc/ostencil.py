@@ -10,11 +10,14 @@ L = n + 1 and cosh(mu) = 3 - 2 cos(pi / L), and Jacobi iterations approach it (`
 
 from __future__ import annotations
 
+import math
+
 import numba as nb
 import numpy as np
 
 from buddylib.workloads import register
 from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload
+from buddylib.workloads.hpc import _libm
 
 
 @nb.njit(parallel=True, cache=True)
@@ -32,9 +35,9 @@ def _jacobi(a0, anext):
 def steady_state(n: int) -> np.ndarray:
     """The discrete steady state on the (n+2)^3 grid, halo included (float64)."""
     big_l = n + 1
-    s = np.sin(np.pi * np.arange(n + 2) / big_l)
-    mu = np.arccosh(3 - 2 * np.cos(np.pi / big_l))
-    f = np.sinh(mu * (big_l - np.arange(n + 2))) / np.sinh(mu * big_l)
+    s = _libm.sin(np.pi * np.arange(n + 2) / big_l)
+    mu = math.acosh(3 - 2 * math.cos(np.pi / big_l))
+    f = _libm.sinh(mu * (big_l - np.arange(n + 2))) / math.sinh(mu * big_l)
     return f[:, None, None] * s[None, :, None] * s[None, None, :]
 
 

@@ -34,11 +34,14 @@ absorbed by the C-PML once the wave reaches the boundaries.
 
 from __future__ import annotations
 
+import math
+
 import numba as nb
 import numpy as np
 
 from buddylib.workloads import register
 from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload, threads_for
+from buddylib.workloads.hpc import _libm
 
 DELTA = 10.0  # m, grid spacing in x, y and z
 COURANT = 0.6  # cp_max * dt * sqrt(3) / DELTA
@@ -194,7 +197,7 @@ def cpml_profile(n: int, npml: int, cp: float, dt: float, f0: float) -> dict[str
             out |= {f"a{half}": np.zeros(n), f"b{half}": np.ones(n), f"K{half}": np.ones(n)}
         return out
     thickness = npml * DELTA
-    d0 = -(NPOWER + 1) * cp * np.log(RCOEF) / (2.0 * thickness)
+    d0 = -(NPOWER + 1) * cp * math.log(RCOEF) / (2.0 * thickness)
     alpha_max = 2.0 * np.pi * (f0 / 2.0)
     val = DELTA * np.arange(n)
     for half, shift in (("", 0.0), ("_half", DELTA / 2.0)):
@@ -204,11 +207,11 @@ def cpml_profile(n: int, npml: int, cp: float, dt: float, f0: float) -> dict[str
         for absc in (thickness - (val + shift), (val + shift) - ((n - 1) * DELTA - thickness)):
             inside = absc >= 0.0
             norm = absc[inside] / thickness
-            d[inside] = d0 * norm**NPOWER
-            kk[inside] = 1.0 + (K_MAX_PML - 1.0) * norm**NPOWER
+            d[inside] = d0 * _libm.power(norm, NPOWER)
+            kk[inside] = 1.0 + (K_MAX_PML - 1.0) * _libm.power(norm, NPOWER)
             alpha[inside] = alpha_max * (1.0 - norm)
         alpha = np.maximum(alpha, 0.0)
-        b = np.exp(-(d / kk + alpha) * dt)
+        b = _libm.exp(-(d / kk + alpha) * dt)
         a = np.zeros(n)
         big = np.abs(d) > 1e-6
         a[big] = d[big] * (b[big] - 1.0) / (kk[big] * (d[big] + kk[big] * alpha[big]))
@@ -267,7 +270,7 @@ class Seismic(Workload):
         """Ricker wavelet (second derivative of a Gaussian) at time step ``it`` (it = 1 is t = 0)."""
         a = np.pi * np.pi * self.f0 * self.f0
         t = (it - 1) * self.dt
-        return FACTOR * (1.0 - 2.0 * a * (t - self.t0) ** 2) * np.exp(-a * (t - self.t0) ** 2)
+        return FACTOR * (1.0 - 2.0 * a * (t - self.t0) ** 2) * math.exp(-a * (t - self.t0) ** 2)
 
     def step(self) -> None:
         f, dt, inv = self.f, self.dt, 1.0 / DELTA
@@ -294,9 +297,9 @@ class Seismic(Workload):
             # the point force, then the rigid outer faces
             k, j, i = self.source
             s = self.source_term(self.it)
-            angle = np.deg2rad(ANGLE_FORCE)
-            f["vx"][k, j, i] += np.sin(angle) * s * dt / f["rho"][k, j, i]
-            f["vy"][k, j, i] += np.cos(angle) * s * dt / f["rho"][k, j, i]
+            angle = math.radians(ANGLE_FORCE)
+            f["vx"][k, j, i] += math.sin(angle) * s * dt / f["rho"][k, j, i]
+            f["vy"][k, j, i] += math.cos(angle) * s * dt / f["rho"][k, j, i]
             for v in (f["vx"], f["vy"], f["vz"]):
                 v[0], v[-1], v[:, 0], v[:, -1], v[:, :, 0], v[:, :, -1] = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
 

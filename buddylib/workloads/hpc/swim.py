@@ -37,6 +37,7 @@ import numpy as np
 
 from buddylib.workloads import register
 from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload, threads_for
+from buddylib.workloads.hpc import _libm
 
 DT, DX, DY, A, ALPHA = 20.0, 0.25e5, 0.25e5, 1.0e6, 0.001
 NAMES = ("u", "v", "p", "unew", "vnew", "pnew", "uold", "vold", "pold", "cu", "cv", "z", "h", "psi")
@@ -153,8 +154,8 @@ class Swim(Workload):
         pcf = np.pi * np.pi * A * A / (el * el)
         i = np.arange(mp1)[None, :]
         j = np.arange(mp1)[:, None]
-        f["psi"][:] = A * np.sin((i + 0.5) * di) * np.sin((j + 0.5) * dj)
-        f["p"][:] = pcf * (np.cos(2.0 * i * di) + np.cos(2.0 * j * dj)) + 50000.0
+        f["psi"][:] = A * _libm.sin((i + 0.5) * di) * _libm.sin((j + 0.5) * dj)
+        f["p"][:] = pcf * (_libm.cos(2.0 * i * di) + _libm.cos(2.0 * j * dj)) + 50000.0
         psi, u, v = f["psi"], f["u"], f["v"]
         u[:-1, 1:] = -(psi[1:, 1:] - psi[:-1, 1:]) / DY
         v[1:, :-1] = (psi[1:, 1:] - psi[1:, :-1]) / DX
