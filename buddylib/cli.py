@@ -94,12 +94,11 @@ def _analyze(args: argparse.Namespace) -> int:
 
 def _saved_run(paths: list[str]) -> list | None:
     """The snapshots of a run saved by the suite (``buddy workloads run``, ``Run.save``): one ``.nc`` file
-    or zarr store whose groups are ``snapshot_000``...; None for anything else (a user's arrays)."""
+    or a zarr store marked as a run; None for anything else (a user's arrays)."""
     from buddylib import snapshot
 
     p = Path(paths[0])
-    is_run = p.suffix == ".nc" or (p.is_dir() and (p / "snapshot_000").is_dir())
-    if not is_run:
+    if not snapshot.is_saved_run(p):
         return None
     if len(paths) > 1:
         raise ValueError(f"{p}: a saved run is analysed on its own, not with other files")
@@ -207,6 +206,21 @@ def _workloads(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fixtures(args: argparse.Namespace) -> int:
+    from buddylib import fixtures
+
+    args.folder = args.folder or fixtures.FOLDER
+    if args.check:
+        report = fixtures.check(args.folder, progress=True)
+        print(report.to_string())
+        bad = report.index[~report.ok].tolist()
+        print(f"{len(report) - len(bad)} of {len(report)} within tolerance {fixtures.TOLERANCE:g}"
+              + (f"; differ: {', '.join(bad)}" if bad else ""))
+        return 1 if bad else 0
+    print(f"wrote {fixtures.generate(args.folder)}")
+    return 0
+
+
 def _reproduce(args: argparse.Namespace) -> int:
     from buddylib import reproduce
 
@@ -268,6 +282,14 @@ def _parser() -> argparse.ArgumentParser:
     wr.add_argument("--seed", type=int, default=0, help="seed (default 0): the same seed gives the same bytes")
     wr.add_argument("--out", default="data", help="output folder (default data)")
     wr.set_defaults(func=_workloads)
+
+    f = sub.add_parser("fixtures", help="remake (or --check) the committed quick-scale runs the notebooks read",
+                       description="Remake the committed quick-scale runs (seed 0) and mini-batch measurements "
+                                   "that the notebooks read by default, or with --check remake them in a temporary "
+                                   "folder and compare: HPC bit for bit, DL within a stated tolerance.")
+    f.add_argument("--check", action="store_true", help="compare a fresh run with the fixtures; write nothing")
+    f.add_argument("--folder", default=None, help="fixture folder (default data/fixtures/quick of this checkout)")
+    f.set_defaults(func=_fixtures)
 
     r = sub.add_parser("reproduce", help="run the main job into reports/ with an index",
                        description="Run every result of the suite at default scale into a "

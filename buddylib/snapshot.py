@@ -6,8 +6,8 @@ of its run. Compressibility is a property of the bytes, so a snapshot either car
 bytes or, to save disk, just the per-entry sector counts for each compressor (1 byte per
 128-byte entry per compressor), which is all the layout and timing model need.
 
-Snapshots are saved as one netCDF file or zarr store per run, one group per snapshot,
-through xarray, so they open anywhere xarray does.
+A run's snapshots are saved as one netCDF file or zarr store holding one dataset
+(:func:`to_dataset`), through xarray, so they open anywhere xarray does.
 """
 
 from __future__ import annotations
@@ -111,94 +111,137 @@ class Snapshot:
                     a.sectors[name] = get(name).sectors(np.asarray(a.data), zero_flag=zero_flag)
         return self
 
-    def to_dataset(self, compressors: Sequence[str] | None = None, include_bytes: bool = False) -> xr.Dataset:
-        """Per-entry sectors (and optionally bytes) plus allocation metadata, as a Dataset."""
-        compressors = list(compressors if compressors is not None else _common_compressors(self))
-        self.compute_sectors(compressors)
-        counts = np.array([a.n_entries for a in self.allocations], dtype=np.int64)
-        starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-        sectors = np.stack([np.concatenate([a.sectors[c] for a in self.allocations]) for c in compressors]) \
-            if compressors else np.zeros((0, int(counts.sum())), np.uint8)
-        ds = xr.Dataset(
-            {
-                "sectors": (("compressor", "entry"), sectors.astype(np.uint8),
-                            {"units": "sectors", "description": "32-byte sectors per 128-byte entry"}),
-                "entry_start": ("allocation", starts),
-                "entry_count": ("allocation", counts),
-                "nbytes": ("allocation", np.array([a.nbytes for a in self.allocations], np.int64),
-                           {"units": "bytes"}),
-                "kind": ("allocation", np.array([a.kind for a in self.allocations], dtype=object)),
-                "dtype": ("allocation", np.array([a.dtype for a in self.allocations], dtype=object)),
-                "shape": ("allocation", np.array([",".join(map(str, a.shape)) for a in self.allocations],
-                                                 dtype=object)),
-            },
-            coords={"allocation": [a.name for a in self.allocations], "compressor": compressors},
-            attrs={"workload": self.workload, "step": int(self.step), "time": float(self.time)},
-        )
-        refs = sorted(set.intersection(*(set(a.reference_bytes) for a in self.allocations))) \
-            if self.allocations else []
-        if refs:
-            ds["reference_bytes"] = (("allocation", "reference"),
-                                     np.array([[a.reference_bytes[r] for r in refs] for a in self.allocations],
-                                              np.int64), {"units": "bytes",
-                                                          "description": "whole-allocation zstd-1 / lz4 size"})
-            ds = ds.assign_coords(reference=refs)
-        if include_bytes:
-            from buddylib.entries import as_entries
 
-            raw = [as_entries(np.asarray(a.data)).reshape(-1)[: a.nbytes] for a in self.allocations]
-            ds["bytes"] = ("byte", np.concatenate(raw) if raw else np.zeros(0, np.uint8))
-            ds["byte_start"] = ("allocation", np.concatenate([[0], np.cumsum([a.nbytes for a in
-                                                                             self.allocations])[:-1]]))
-        return ds
+#: Marks a file :func:`save` wrote, and its layout: one dataset, every snapshot in it.
+FORMAT = "buddylib-run-2"
 
-    @classmethod
-    def from_dataset(cls, ds: xr.Dataset) -> Snapshot:
-        """Inverse of :meth:`to_dataset`."""
+
+def to_dataset(snapshots: Sequence[Snapshot], compressors: Sequence[str] | None = None,
+               include_bytes: bool = False) -> xr.Dataset:
+    """A run's snapshots as one Dataset: per-entry sectors ``(compressor, entry)`` for every snapshot's
+    allocations one after another, and a table ``(snapshot, allocation)`` saying where each lies.
+
+    One dataset rather than one group per snapshot: netCDF pays several kB for every variable of
+    every group, which made a small run's file mostly overhead.
+    """
+    snapshots = list(snapshots)
+    if not snapshots:
+        raise ValueError("no snapshots to save")
+    compressors = list(compressors if compressors is not None else _common_compressors(snapshots))
+    for snap in snapshots:
+        snap.compute_sectors(compressors)
+    names = list(dict.fromkeys(a.name for s in snapshots for a in s.allocations))
+    col = {n: i for i, n in enumerate(names)}
+    shape2 = (len(snapshots), len(names))
+    start, count, nbytes = (np.zeros(shape2, np.int64) for _ in range(3))
+    text = {k: np.full(shape2, "", dtype=object) for k in ("kind", "dtype", "shape")}
+    refs = sorted({r for s in snapshots for a in s.allocations for r in a.reference_bytes})
+    ref = np.full((*shape2, len(refs)), -1, np.int64)
+    offset = 0
+    for si, snap in enumerate(snapshots):
+        for a in snap.allocations:
+            ai = col[a.name]
+            start[si, ai], count[si, ai], nbytes[si, ai] = offset, a.n_entries, a.nbytes
+            text["kind"][si, ai], text["dtype"][si, ai] = a.kind, a.dtype
+            text["shape"][si, ai] = ",".join(map(str, a.shape))
+            ref[si, ai] = [a.reference_bytes.get(r, -1) for r in refs]
+            offset += a.n_entries
+    chunks = [a.sectors[c] for s in snapshots for a in s.allocations for c in compressors]
+    per = len(compressors)
+    sectors = np.stack([np.concatenate(chunks[i::per]) for i in range(per)]) if chunks and per \
+        else np.zeros((per, offset), np.uint8)
+    grid = ("snapshot", "allocation")
+    ds = xr.Dataset(
+        {
+            "sectors": (("compressor", "entry"), sectors.astype(np.uint8),
+                        {"units": "sectors", "description": "32-byte sectors per 128-byte entry"}),
+            "entry_start": (grid, start, {"description": "first entry of the allocation in this snapshot"}),
+            "entry_count": (grid, count, {"units": "entries", "description": "0 where absent"}),
+            "nbytes": (grid, nbytes, {"units": "bytes", "description": "0 where absent"}),
+            **{k: (grid, v) for k, v in text.items()},
+            "reference_bytes": ((*grid, "reference"), ref,
+                                {"units": "bytes", "description": "whole-allocation zstd-1 / lz4 size, -1 if absent"}),
+        },
+        coords={"snapshot": np.arange(len(snapshots)), "allocation": _text(names), "compressor": _text(compressors),
+                "reference": _text(refs), "step": ("snapshot", [int(s.step) for s in snapshots]),
+                "time": ("snapshot", [float(s.time) for s in snapshots]),
+                "workload": ("snapshot", _text([s.workload for s in snapshots]))},
+        attrs={"format": FORMAT},
+    )
+    if include_bytes:
+        from buddylib.entries import as_entries
+
+        raw = [as_entries(np.asarray(a.data), name=a.name).reshape(-1)[: a.nbytes]
+               for s in snapshots for a in s.allocations]
+        byte_start = np.zeros(shape2, np.int64)
+        pos = 0
+        for si, snap in enumerate(snapshots):
+            for a in snap.allocations:
+                byte_start[si, col[a.name]] = pos
+                pos += a.nbytes
+        ds["bytes"] = ("byte", np.concatenate(raw) if raw else np.zeros(0, np.uint8))
+        ds["byte_start"] = (grid, byte_start)
+    return ds
+
+
+def _text(values: Sequence[str]) -> np.ndarray:
+    """Strings as an object array: zarr stores them as its variable-length string type, netCDF as characters."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = list(values)
+    return out
+
+
+def from_dataset(ds: xr.Dataset) -> list[Snapshot]:
+    """Inverse of :func:`to_dataset`."""
+    comps = [str(c) for c in ds["compressor"].values]
+    sectors = np.asarray(ds["sectors"].values)
+    start, count, nbytes = (np.asarray(ds[v].values) for v in ("entry_start", "entry_count", "nbytes"))
+    kind, dtype, shape = (np.asarray(ds[v].values).astype(object) for v in ("kind", "dtype", "shape"))
+    refs = [str(r) for r in ds["reference"].values]
+    ref = np.asarray(ds["reference_bytes"].values)
+    raw = np.asarray(ds["bytes"].values) if "bytes" in ds else None
+    names = [str(n) for n in ds["allocation"].values]
+    out = []
+    for si in range(ds.sizes["snapshot"]):
+        present = np.flatnonzero(count[si] > 0)
         allocations = []
-        comps = [str(c) for c in ds["compressor"].values]
-        for i, name in enumerate(ds["allocation"].values):
-            start, count = int(ds["entry_start"][i]), int(ds["entry_count"][i])
-            shape = tuple(int(s) for s in str(ds["shape"].values[i]).split(",") if s)
+        for ai in present[np.argsort(start[si, present], kind="stable")]:  # in the order they were saved
+            lo, n = int(start[si, ai]), int(count[si, ai])
             data = None
-            if "bytes" in ds:
-                b0 = int(ds["byte_start"][i])
-                data = np.asarray(ds["bytes"][b0:b0 + int(ds["nbytes"][i])].values, dtype=np.uint8)
+            if raw is not None:
+                b0 = int(ds["byte_start"].values[si, ai])
+                data = raw[b0:b0 + int(nbytes[si, ai])]
             allocations.append(Allocation(
-                name=str(name), data=data, kind=str(ds["kind"].values[i]), dtype=str(ds["dtype"].values[i]),
-                shape=shape, nbytes=int(ds["nbytes"][i]),
-                sectors={c: np.asarray(ds["sectors"].sel(compressor=c).values[start:start + count])
-                         for c in comps},
-                reference_bytes={str(r): int(ds["reference_bytes"].values[i, j])
-                                 for j, r in enumerate(ds["reference"].values)} if "reference_bytes" in ds else {}))
-        return cls(workload=str(ds.attrs["workload"]), allocations=allocations, step=int(ds.attrs["step"]),
-                   time=float(ds.attrs["time"]))
+                name=names[ai], data=data, kind=str(kind[si, ai]), dtype=str(dtype[si, ai]),
+                shape=tuple(int(x) for x in str(shape[si, ai]).split(",") if x), nbytes=int(nbytes[si, ai]),
+                sectors={c: sectors[ci, lo:lo + n] for ci, c in enumerate(comps)},
+                reference_bytes={r: int(ref[si, ai, ri]) for ri, r in enumerate(refs) if ref[si, ai, ri] >= 0}))
+        out.append(Snapshot(workload=str(ds["workload"].values[si]), allocations=allocations,
+                            step=int(ds["step"].values[si]), time=float(ds["time"].values[si])))
+    return out
 
 
-def _common_compressors(snapshot: Snapshot) -> list[str]:
-    sets = [set(a.sectors) for a in snapshot.allocations]
+def _common_compressors(snapshots: Sequence[Snapshot]) -> list[str]:
+    sets = [set(a.sectors) for s in snapshots for a in s.allocations]
     return sorted(set.intersection(*sets)) if sets else []
 
 
 def save(snapshots: Iterable[Snapshot], path: str | os.PathLike, compressors: Sequence[str] = ("bpc32",),
          include_bytes: bool = False) -> Path:
-    """Save a run's snapshots to one netCDF file (``.nc``) or zarr store (``.zarr``).
+    """Save a run's snapshots to one netCDF file (``.nc``) or zarr store (``.zarr``), compressed.
 
-    Each snapshot is a group ``snapshot_000``, ``snapshot_001``...; the file is written to a
-    temporary name and moved into place, so a failure never leaves half a file behind.
+    The file holds one dataset (:func:`to_dataset`); it is written to a temporary name and moved
+    into place, so a failure never leaves half a file behind.
     """
     path = Path(path)
     engine = _engine(path)
-    snapshots = list(snapshots)
+    ds = to_dataset(list(snapshots), compressors, include_bytes)
     tmp = Path(tempfile.mkdtemp(dir=path.parent or ".", prefix=f".{path.name}.")) / path.name
     try:
-        for i, snap in enumerate(snapshots):
-            ds = snap.to_dataset(compressors, include_bytes)
-            group = f"snapshot_{i:03d}"
-            if engine == "zarr":
-                ds.to_zarr(tmp, group=group, mode="a" if i else "w", consolidated=False)
-            else:
-                ds.to_netcdf(tmp, group=group, mode="a" if i else "w", engine="netcdf4")
+        if engine == "zarr":
+            ds.to_zarr(tmp, mode="w", consolidated=False)
+        else:
+            ds.to_netcdf(tmp, engine="netcdf4", encoding=_netcdf_encoding(ds))
         if path.exists():
             _remove(path)
         os.replace(tmp, path)
@@ -207,19 +250,46 @@ def save(snapshots: Iterable[Snapshot], path: str | os.PathLike, compressors: Se
     return path
 
 
+def _netcdf_encoding(ds: xr.Dataset) -> dict[str, dict[str, Any]]:
+    """zlib for every array; text as fixed-width characters (netCDF's variable-length strings cost ~100 B each)."""
+    enc: dict[str, dict[str, Any]] = {}
+    for name, v in ds.variables.items():
+        if v.dtype.kind in "OU":
+            enc[name] = {"dtype": "S1", "zlib": True}
+        elif v.ndim and v.size:
+            enc[name] = {"zlib": True, "shuffle": v.dtype.itemsize > 1,
+                         "chunksizes": tuple(min(n, 1 << 22) if d in ("entry", "byte") else n
+                                             for d, n in zip(v.dims, v.shape, strict=True))}
+    return enc
+
+
 def load(path: str | os.PathLike) -> list[Snapshot]:
     """Snapshots saved by :func:`save`, in order."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file")
     engine = _engine(path)
-    groups = _groups(path, engine)
-    out = []
-    for g in groups:
-        with xr.open_dataset(path, group=g, engine=engine, **({"consolidated": False} if engine == "zarr"
-                                                               else {})) as ds:
-            out.append(Snapshot.from_dataset(ds.load()))
-    return out
+    with xr.open_dataset(path, engine=engine, **({"consolidated": False} if engine == "zarr" else {})) as ds:
+        if ds.attrs.get("format") != FORMAT:
+            raise ValueError(f"{path}: not a run saved by this buddylib (format {ds.attrs.get('format')!r}, "
+                             f"expected {FORMAT!r}; runs saved before 2026-12 keep one group per snapshot: "
+                             "regenerate them)")
+        return from_dataset(ds.load())
+
+
+def is_saved_run(path: str | os.PathLike) -> bool:
+    """Whether ``path`` looks like a run :func:`save` wrote (a ``.nc`` file, or a zarr store marked as one)."""
+    path = Path(path)
+    if path.suffix == ".nc":
+        return True
+    if not path.is_dir():
+        return False
+    import zarr
+
+    try:
+        return zarr.open_group(str(path), mode="r").attrs.get("format") == FORMAT
+    except Exception:  # not a zarr group at all
+        return False
 
 
 def _engine(path: Path) -> str:
@@ -228,19 +298,6 @@ def _engine(path: Path) -> str:
     if path.suffix == ".zarr":
         return "zarr"
     raise ValueError(f"{path}: snapshot files end in .nc (netCDF) or .zarr (zarr store)")
-
-
-def _groups(path: Path, engine: str) -> list[str]:
-    if engine == "zarr":
-        import zarr
-
-        names = sorted(k for k, _ in zarr.open_group(str(path), mode="r").groups())
-    else:
-        import netCDF4
-
-        with netCDF4.Dataset(path) as nc:
-            names = sorted(nc.groups)
-    return [n for n in names if n.startswith("snapshot_")]
 
 
 def _remove(p: Path) -> None:

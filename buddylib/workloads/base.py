@@ -167,9 +167,9 @@ class Run:
         snapshot.save(self.snapshots, stem.with_suffix(".nc"), compressors=compressors)
         stem.with_suffix(".profile.json").write_text(json.dumps(
             {**self.profile.to_dict(), "scale": self.scale, "seed": self.seed, "digest": self.digest,
-             "seconds": self.seconds, "code": code_version(*RUN_SOURCES)}, indent=1))
+             "seconds": self.seconds, "code": code_version(*RUN_SOURCES)}, separators=(",", ":")))
         if self.index_arrays:
-            np.savez(stem.with_suffix(".index.npz"), **self.index_arrays)
+            np.savez_compressed(stem.with_suffix(".index.npz"), **self.index_arrays)
         return stem.with_suffix(".nc")
 
 
