@@ -75,3 +75,21 @@ def test_reference_sizes_survive_and_are_analysed(tmp_path: Path) -> None:
     first = back[0].allocations[0]
     assert float(ds.reference_ratio.sel(snapshot=0, allocation=first.name, reference="zstd")) == \
         first.nbytes / first.reference_bytes["zstd"]
+
+
+def test_a_run_is_one_dataset_and_says_so(tmp_path: Path) -> None:
+    """One dataset any xarray user can open; other files, and runs saved in the old layout, are refused by name."""
+    import zarr
+
+    path = snapshot.save(_run(), tmp_path / "run.nc", compressors=["bpc32"])
+    with xr.open_dataset(path) as ds:
+        assert ds.attrs["format"] == snapshot.FORMAT and ds.sizes["snapshot"] == 3
+        assert list(ds.step.values) == [0, 1, 2] and list(ds.allocation.values) == ["field", "index"]
+    zpath = snapshot.save(_run(), tmp_path / "run.zarr", compressors=["bpc32"])
+    assert snapshot.is_saved_run(zpath) and snapshot.is_saved_run(path)
+    zarr.open_group(str(tmp_path / "mine.zarr"), mode="w").create_array("u", shape=(4,), dtype="f4")
+    assert not snapshot.is_saved_run(tmp_path / "mine.zarr")
+    old = tmp_path / "old.nc"  # the layout before: one group per snapshot
+    xr.Dataset({"sectors": ("entry", np.zeros(4, np.uint8))}).to_netcdf(old, group="snapshot_000")
+    with pytest.raises(ValueError, match=r"old\.nc: not a run saved by this buddylib .* regenerate"):
+        snapshot.load(old)
