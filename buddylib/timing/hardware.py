@@ -1,7 +1,10 @@
-"""Hardware presets as data: GPUs and links, each value with its public source.
+"""Hardware presets as data: GPUs and links, each value with its public source or labelled an assumption.
 
 Simulator habit (Ramulator, SCALE-Sim): parameters live in one table, not in code; a run
-records the exact preset it used. Bandwidths are per direction, in bytes per second.
+records the exact preset it used. Bandwidths are per direction, in bytes per second. Every
+bandwidth, capacity and peak comes from a datasheet or specification; no vendor publishes the
+latency of a GPU's remote-memory access over these links, so the latencies are assumptions,
+labelled as such, and notebook 05 sweeps them from 0.5x to 8x.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ class Link:
     name: str
     bandwidth: float  # bytes/s per direction
     latency: float  # seconds, request to data
-    source: str
+    source: str  # of the bandwidth
+    latency_source: str = "assumption"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -53,21 +57,28 @@ GPUS: dict[str, GPU] = {g.name: g for g in (
     GPU("H200-141GB", 4800 * GB, 141 * GB, 34 * TB, 67 * TB, "NVIDIA H200 datasheet, SXM"),
 )}
 
+#: No public source gives these latencies (request to data, GPU load from remote memory over the link):
+_PCIE_LATENCY = ("assumption: ~1 us, the order of a GPU load from host memory over PCIe (a host round trip); "
+                 "swept 0.5x-8x in notebook 05")
+_NVLINK_LATENCY = ("assumption: ~0.7 us, a remote load over NVLink, taken a little below PCIe's; "
+                   "swept 0.5x-8x in notebook 05")
+
 LINKS: dict[str, Link] = {k.name: k for k in (
-    # PCIe x16 per direction: 3.0 ~15.75 GB/s, 4.0 ~31.5, 5.0 ~63 (PCI-SIG specifications);
-    # ~1 us host round trip is typical of measured PCIe read latency on GPUs
-    Link("PCIe3-x16", 15.75 * GB, 1.0e-6, "PCI-SIG PCIe 3.0 spec, x16 raw per direction"),
-    Link("PCIe4-x16", 31.5 * GB, 1.0e-6, "PCI-SIG PCIe 4.0 spec, x16 raw per direction"),
-    Link("PCIe5-x16", 63.0 * GB, 1.0e-6, "PCI-SIG PCIe 5.0 spec, x16 raw per direction"),
+    # PCIe x16 per direction: 3.0 ~15.75 GB/s, 4.0 ~31.5, 5.0 ~63 (PCI-SIG specifications)
+    Link("PCIe3-x16", 15.75 * GB, 1.0e-6, "PCI-SIG PCIe 3.0 spec, x16 raw per direction", _PCIE_LATENCY),
+    Link("PCIe4-x16", 31.5 * GB, 1.0e-6, "PCI-SIG PCIe 4.0 spec, x16 raw per direction", _PCIE_LATENCY),
+    Link("PCIe5-x16", 63.0 * GB, 1.0e-6, "PCI-SIG PCIe 5.0 spec, x16 raw per direction", _PCIE_LATENCY),
     # NVLink2 on V100: 6 links x 25 GB/s = 150 GB/s per direction (V100 whitepaper); the
-    # Buddy paper's configuration. Latency: ~700 ns remote access (order of the paper's era)
-    Link("NVLink2", 150 * GB, 0.7e-6, "NVIDIA Tesla V100 whitepaper: 6 NVLink2 links x 25 GB/s"),
+    # Buddy paper's configuration
+    Link("NVLink2", 150 * GB, 0.7e-6, "NVIDIA Tesla V100 whitepaper: 6 NVLink2 links x 25 GB/s", _NVLINK_LATENCY),
     # NVLink3 on A100: 12 links, 300 GB/s per direction (A100 whitepaper)
-    Link("NVLink3", 300 * GB, 0.7e-6, "NVIDIA A100 whitepaper: 600 GB/s total, 300 per direction"),
+    Link("NVLink3", 300 * GB, 0.7e-6, "NVIDIA A100 whitepaper: 600 GB/s total, 300 per direction", _NVLINK_LATENCY),
     # NVLink4 on H100: 18 links, 450 GB/s per direction (H100 whitepaper)
-    Link("NVLink4", 450 * GB, 0.7e-6, "NVIDIA H100 whitepaper: 900 GB/s total, 450 per direction"),
+    Link("NVLink4", 450 * GB, 0.7e-6, "NVIDIA H100 whitepaper: 900 GB/s total, 450 per direction", _NVLINK_LATENCY),
     # NVLink-C2C (Grace Hopper): 900 GB/s total, 450 per direction (GH200 whitepaper)
-    Link("NVLink-C2C", 450 * GB, 0.5e-6, "NVIDIA Grace Hopper whitepaper: NVLink-C2C 900 GB/s total"),
+    Link("NVLink-C2C", 450 * GB, 0.5e-6, "NVIDIA Grace Hopper whitepaper: NVLink-C2C 900 GB/s total",
+         "assumption: ~0.5 us, a chip-to-chip link inside one package, taken below NVLink's; swept 0.5x-8x "
+         "in notebook 05"),
 )}
 
 

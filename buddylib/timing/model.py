@@ -22,7 +22,7 @@ Every parameter is named here and swept by :func:`sweep`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -47,7 +47,7 @@ class Params:
     metadata_ways: int = 8
     metadata_line_bytes: int = 32
     #: 32-B link requests the GPU keeps in flight (Little's law caps link throughput):
-    #: 80 SMs x 64 misses each on a V100-class GPU (an assumption, swept), enough to fill
+    #: 80 SMs x 64 misses each on a V100-class GPU (an assumption; experiments.slowdowns sweeps it), enough to fill
     #: NVLink2 at 0.7 us (150 GB/s x 0.7 us / 32 B = 3,281 requests)
     outstanding: int = 5120
     #: Unified Memory: page size and the fixed cost of handling one fault (driver + TLB shootdown)
@@ -102,11 +102,19 @@ class Workset:
         return self._streams
 
 
-def _itemsize(dtype: str) -> int:
+#: Element sizes of dtypes numpy does not know (raw tensors the readers label by name).
+_EXTRA_ITEMSIZE = {"bfloat16": 2, "float8_e4m3": 1, "float8_e5m2": 1}
+
+
+def _itemsize(alloc) -> int:
+    """Bytes per element of an allocation; an unknown dtype is an error, not a guess."""
+    if alloc.dtype in _EXTRA_ITEMSIZE:
+        return _EXTRA_ITEMSIZE[alloc.dtype]
     try:
-        return np.dtype(dtype).itemsize
+        return np.dtype(alloc.dtype).itemsize
     except TypeError:
-        return {"bfloat16": 2, "float8_e4m3": 1, "float8_e5m2": 1}.get(dtype, 1)
+        raise ValueError(f"allocation {alloc.name!r}: dtype {alloc.dtype!r} has no known element size; the timing "
+                         f"model needs it to map elements to entries") from None
 
 
 def _collapse(x: np.ndarray) -> np.ndarray:
@@ -121,7 +129,7 @@ def _collapse(x: np.ndarray) -> np.ndarray:
 def _entries(access, alloc, allocs, index_arrays, rng) -> np.ndarray:
     """Entry ids an access touches, in order, from its pattern and the allocation's size."""
     n_entries = alloc.n_entries
-    itemsize = _itemsize(alloc.dtype)
+    itemsize = _itemsize(alloc)
     n_items = max(1, alloc.nbytes // itemsize)
     if access.pattern == "stream":
         return np.arange(max(1, round(access.fraction * n_entries)), dtype=np.int64)
@@ -135,7 +143,11 @@ def _entries(access, alloc, allocs, index_arrays, rng) -> np.ndarray:
     if idx is None:
         raise ValueError(f"gather of {access.allocation!r} through {access.index!r}: index array not recorded")
     rows = np.asarray(idx).reshape(-1).astype(np.int64)
-    rows = rows[(rows >= 0) & (rows * access.row < n_items)]
+    bad = (rows < 0) | (rows * access.row >= n_items)
+    if bad.any():
+        raise ValueError(f"gather of {access.allocation!r} through {access.index!r}: {int(bad.sum())} of {rows.size} "
+                         f"indices (e.g. {int(rows[bad][0])}) outside the {n_items // access.row} rows of "
+                         f"{access.row} element(s)")
     rows = rows[:max(1, round(access.fraction * rows.size))]
     first = rows * access.row * itemsize // ENTRY_BYTES  # a row may straddle two entries
     last = ((rows + 1) * access.row * itemsize - 1) // ENTRY_BYTES
@@ -267,17 +279,22 @@ def slowdown(ws: Workset, gpu_name: str = "V100-32GB", link_name: str = "NVLink2
 
 def sweep(ws: Workset, gpus: Sequence[str] = ("V100-32GB",), links: Sequence[str] = ("NVLink2",),
           thresholds: Sequence[float] = (0.3,), latency_scales: Sequence[float] = (1.0,),
-          metadata_cache_bytes: Sequence[int] | None = None, params: Params | None = None) -> xr.Dataset:
-    """Slowdown over hardware, link, buddy threshold, link latency and metadata-cache size."""
+          metadata_cache_bytes: Sequence[int] | None = None, outstanding: Sequence[int] | None = None,
+          params: Params | None = None) -> xr.Dataset:
+    """Slowdown over hardware, link, buddy threshold, link latency, metadata-cache size and the link
+    requests a GPU keeps in flight (``outstanding``; default: ``params``' one value each)."""
     params = params or Params()
     cache_sizes = list(metadata_cache_bytes or [params.metadata_cache_bytes])
+    in_flight = [int(o) for o in (outstanding or [params.outstanding])]
+    if min(in_flight) < 1:
+        raise ValueError(f"outstanding {min(in_flight)}: at least one link request must be in flight")
     thresholds = list(layout.check_threshold(thresholds))
     seqs = _metadata_lines(ws, params.entries_per_metadata_line)  # the same for every cache size
     misses = {c: _metadata_misses(ws, Params(**{**params.__dict__, "metadata_cache_bytes": c}), seqs)
               for c in cache_sizes}
     n_accesses = float(sum(s.size for s in seqs))
     accesses = dict.fromkeys(cache_sizes, n_accesses)
-    shape = (len(gpus), len(links), len(thresholds), len(latency_scales), len(cache_sizes))
+    shape = (len(gpus), len(links), len(thresholds), len(latency_scales), len(cache_sizes), len(in_flight))
     out = {k: np.zeros(shape) for k in ("slowdown", "baseline_seconds", "buddy_seconds")}
     link_frac = np.zeros(len(thresholds))
     dev_saving = np.zeros(len(thresholds))
@@ -291,22 +308,28 @@ def sweep(ws: Workset, gpus: Sequence[str] = ("V100-32GB",), links: Sequence[str
                 lk = link(lname)
                 for si, scale in enumerate(latency_scales):
                     for ci, c in enumerate(cache_sizes):
-                        b, bu = kernel_times(tr, misses[c], g, lk, params, _peak(ws, g), scale)
-                        out["slowdown"][gi, li, ti, si, ci] = bu.sum() / b.sum()
-                        out["baseline_seconds"][gi, li, ti, si, ci] = b.sum()
-                        out["buddy_seconds"][gi, li, ti, si, ci] = bu.sum()
-    dims = ("gpu", "link", "threshold", "latency_scale", "metadata_cache_bytes")
+                        for oi, o in enumerate(in_flight):
+                            b, bu = kernel_times(tr, misses[c], g, lk, replace(params, outstanding=o),
+                                                 _peak(ws, g), scale)
+                            at = (gi, li, ti, si, ci, oi)
+                            out["slowdown"][at] = bu.sum() / b.sum()
+                            out["baseline_seconds"][at] = b.sum()
+                            out["buddy_seconds"][at] = bu.sum()
+    dims = ("gpu", "link", "threshold", "latency_scale", "metadata_cache_bytes", "outstanding")
     ds = xr.Dataset({k: (dims, v) for k, v in out.items()},
                     coords={"gpu": list(gpus), "link": list(links), "threshold": thresholds,
                             "latency_scale": list(latency_scales), "metadata_cache_bytes": cache_sizes,
+                            "outstanding": in_flight,
                             "link_bandwidth": ("link", [link(n).bandwidth for n in links])})
     ds["link_traffic_fraction"] = ("threshold", link_frac)
     ds["device_traffic_saving"] = ("threshold", dev_saving)
     ds["metadata_hit_rate"] = ("metadata_cache_bytes",
                                [1 - misses[c].sum() / max(accesses[c], 1) for c in cache_sizes])
     units = {"slowdown": "1", "baseline_seconds": "s", "buddy_seconds": "s", "link_traffic_fraction": "1",
-             "device_traffic_saving": "1", "metadata_hit_rate": "1", "link_bandwidth": "bytes/s"}
+             "device_traffic_saving": "1", "metadata_hit_rate": "1", "link_bandwidth": "bytes/s",
+             "outstanding": "32-B link requests in flight"}
     for k, u in units.items():
         ds[k].attrs["units"] = u
-    ds.attrs.update(workload=ws.name, compressor=ws.compressor, **{k: v for k, v in params.__dict__.items()})
+    ds.attrs.update(workload=ws.name, compressor=ws.compressor,
+                    **{k: v for k, v in params.__dict__.items() if k not in ("outstanding", "metadata_cache_bytes")})
     return ds
