@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -53,3 +56,22 @@ def test_unknown_workload_and_scale() -> None:
     with pytest.raises(ValueError, match="scale 'huge'"):
         workloads.footprint_bytes("huge")
     assert workloads.footprint_bytes(2) == 2 << 20
+
+
+def test_without_torch_the_dl_workloads_are_left_out_with_a_warning() -> None:
+    code = """
+import sys, warnings
+sys.modules["torch"] = None  # import torch now fails, as where it is not installed
+from buddylib import workloads
+with warnings.catch_warnings(record=True) as seen:
+    warnings.simplefilter("always")
+    names = workloads.names()
+print(names == workloads.names("hpc"), any("DL workloads" in str(w.message) and "torch is not installed"
+                                             in str(w.message) for w in seen))
+try:
+    workloads.get("alexnet")
+except ValueError as e:
+    print("need torch" if "the DL workloads need torch" in str(e) else str(e))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "True", "need", "torch"]

@@ -26,7 +26,8 @@ def get(name: str) -> Workload:
     """A new instance of the workload registered as ``name``."""
     _load()
     if name not in _REGISTRY:
-        raise ValueError(f"unknown workload {name!r}; available: {', '.join(names())}")
+        why = f" (the DL workloads need torch: {_NO_TORCH})" if _NO_TORCH else ""
+        raise ValueError(f"unknown workload {name!r}{why}; available: {', '.join(names())}")
     return _REGISTRY[name]()
 
 
@@ -34,9 +35,12 @@ def names(suite: str | None = None) -> list[str]:
     """Names of the registered workloads (of one ``suite``: "hpc", "dl" or "dl-extra", if given), sorted.
 
     A workload that cannot run here (:meth:`Workload.missing`, e.g. its model package is not
-    installed) is left out with a warning saying why; :func:`get` still returns it.
+    installed) is left out with a warning saying why; :func:`get` still returns it. Without torch
+    the DL workloads cannot even be registered: a warning says so too.
     """
     _load()
+    if _NO_TORCH and suite in (None, "dl", "dl-extra"):
+        warnings.warn(f"DL workloads (suites dl, dl-extra) left out: {_NO_TORCH}", stacklevel=2)
     out = []
     for n, cls in sorted(_REGISTRY.items()):
         if suite is not None and cls.suite != suite:
@@ -55,13 +59,21 @@ def cached_run(name: str, scale: str | float = "quick", seed: int = 0, data: str
     or made by other code (its profile records :func:`~buddylib.provenance.code_version`).
 
     Runs record all five compressors and the zstd/lz4 references, so any analysis can use them.
+    In a frozen folder (the committed fixtures) the run is read as it is, never remade.
     """
     import json
 
-    from buddylib.provenance import RUN_SOURCES, code_version
+    from buddylib.provenance import RUN_SOURCES, code_version, frozen
     from buddylib.workloads.base import ALL_COMPRESSORS
 
     path = Path(data) / f"{name}-{scale}-s{seed}.nc"
+    if frozen(data):
+        if regenerate:
+            raise ValueError(f"{data} holds committed fixtures, which are remade only by `make fixtures`")
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: not among the committed fixtures in {data} (scale {scale}, seed "
+                                    f"{seed}); use another data folder, or add it with `make fixtures`")
+        return path
     profile = path.with_suffix(".profile.json")
     current = path.exists() and profile.exists() and \
         json.loads(profile.read_text()).get("code") == code_version(*RUN_SOURCES)
@@ -70,13 +82,19 @@ def cached_run(name: str, scale: str | float = "quick", seed: int = 0, data: str
     return path
 
 
+#: Why the DL workloads are not registered (torch missing), once :func:`_load` has looked.
+_NO_TORCH: str | None = None
+
+
 def _load() -> None:
+    global _NO_TORCH
     import buddylib.workloads.hpc  # noqa: F401 - registers the HPC proxies
     try:
         from buddylib.workloads import dl  # noqa: F401 - registers the DL training runs
-    except ImportError as e:  # no torch: the DL workloads are simply absent
+    except ImportError as e:  # no torch: the DL workloads are absent, and names() says so
         if e.name != "torch":
             raise
+        _NO_TORCH = "torch is not installed (pip install -e '.[dl]'; make installs it)"
 
 
 __all__ = ["SCALES", "Access", "AccessProfile", "Kernel", "Run", "Workload", "cached_run", "footprint_bytes", "get",
