@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pytest
 import xarray as xr
 
-from buddylib import reproduce
+from buddylib import analysis, paper, reproduce, snapshot
 from buddylib.cli import main
 
 
@@ -15,14 +16,24 @@ def test_pipeline_small(tmp_path: Path) -> None:
     index = reproduce.run(tmp_path / "reports", bench_mib=1, data=tmp_path / "data", scale="quick",
                           names=["ostencil"], notebooks=["02_hpc_ratios"])
     text = index.read_text()
-    assert "effective capacity, HPC workloads" in text and "1.9x (ISCA)" in text
     for f in ("bench/bench.csv", "bench/bench.png", "hpc/hpc_ratios.nc", "hpc/hpc_ratios.csv",
               "slowdown/slowdown.nc", "slowdown/slowdown.csv"):
         assert (tmp_path / "reports" / f).stat().st_size > 0, f
+    # the index's HPC number is the saved run's final snapshot at the headline configuration, beside the paper's
+    final = analysis.analyze(snapshot.load(tmp_path / "data/ostencil-quick-s0.nc"), [paper.HEADLINE["compressor"]],
+                             thresholds=[paper.HEADLINE["threshold"]]).isel(snapshot=-1)
+    eff = float(paper.headline(final.effective_ratio))
     hpc = xr.open_dataset(tmp_path / "reports/hpc/hpc_ratios.nc")
-    assert float(hpc.effective_ratio.sel(workload="ostencil", compressor="bpc32", threshold=0.3)) > 0.9
+    assert float(paper.headline(hpc.effective_ratio.sel(workload="ostencil"))) == eff
+    row = next(ln for ln in text.splitlines() if ln.startswith("| effective capacity, HPC workloads"))
+    assert row == (f"| effective capacity, HPC workloads (BPC-32, threshold 30%, mean of 1) | {eff:.2f}x (geometric "
+                   f"mean {eff:.2f}x) | {paper.HPC_RATIO_ISCA}x (ISCA), {paper.HPC_RATIO_ARXIV}x (arXiv) |")
     slow = pd.read_csv(tmp_path / "reports/slowdown/slowdown.csv", index_col=0)
-    assert list(slow.index) == ["ostencil"] and "NVLink2" in slow.columns
+    nv = float(paper.headline(xr.open_dataset(tmp_path / "reports/slowdown/slowdown.nc").slowdown).item())
+    assert list(slow.index) == ["ostencil"] and slow.loc["ostencil", "NVLink2"] == pytest.approx(100 * (nv - 1))
+    row = next(ln for ln in text.splitlines() if ln.startswith("| slowdown vs ideal GPU, V100-32GB + NVLink2, HPC"))
+    assert f"| {100 * (nv - 1):+.1f}% (range" in row and row.endswith(f"| {paper.SLOWDOWN_TEXT} |")
+    assert paper.CITATION in text
     assert (tmp_path / "data/ostencil-quick-s0.nc").exists()  # cached for the next run
     assert (tmp_path / "reports/index.html").exists()
     assert (tmp_path / "reports/notebooks/02_hpc_ratios.html").exists()
@@ -79,3 +90,10 @@ def test_caches_made_by_other_code_are_recomputed(tmp_path: Path, monkeypatch) -
     profile.write_text(json.dumps({**meta, "code": "before-a-compressor-fix"}))
     workloads.cached_run("ostencil", "quick", data=data)
     assert path.stat().st_mtime_ns > made and json.loads(profile.read_text())["code"] == meta["code"]
+
+
+def test_headline_is_the_timing_models_default() -> None:
+    from buddylib.timing import Params
+
+    assert paper.HEADLINE["outstanding"] == Params().outstanding
+    assert paper.HEADLINE["metadata_cache_bytes"] == Params().metadata_cache_bytes
