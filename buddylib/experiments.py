@@ -17,9 +17,24 @@ from tqdm import tqdm
 
 from buddylib import snapshot, workloads
 from buddylib.analysis import DEFAULT_COMPRESSORS, analyze
-from buddylib.provenance import ANALYSIS_SOURCES, code_version
+from buddylib.provenance import ANALYSIS_SOURCES, code_version, frozen
 
 THRESHOLDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
+#: The CNNs of the larger-batch study (notebook 07) and the mini-batch sizes measured at each scale.
+BATCH_NETWORKS = ("alexnet", "vgg16", "resnet50", "squeezenet", "inception", "resnet50_bf16")
+BATCHES = {"quick": (4, 8, 16, 32), "default": (8, 16, 32, 64, 128)}
+
+
+def data_folder(scale: str | float, seed: int = 0, data_dir: str | Path | None = None) -> Path:
+    """Where runs are read and cached: ``data_dir`` if given; else, at quick scale and seed 0, the
+    committed fixtures (:mod:`buddylib.fixtures`: the same numbers on every machine); else ``data/``."""
+    from buddylib import fixtures
+
+    if data_dir is not None:
+        return Path(data_dir)
+    if (str(scale), seed) == (fixtures.SCALE, fixtures.SEED) and frozen(fixtures.FOLDER):
+        return fixtures.FOLDER
+    return fixtures.DATA
 
 
 def workload_ratios(names: Sequence[str], scale: str | float = "quick", seed: int = 0,
@@ -68,6 +83,7 @@ def slowdowns(names: Sequence[str], scale: str | float = "quick", seed: int = 0,
     Each workload's result is cached beside its run (``.slowdown-t0.3.nc``) and reused while the
     run is unchanged, so the notebooks and ``make reproduce`` compute it once.
     """
+    from buddylib.paper import HEADLINE
     from buddylib.timing import LINKS, Params, Workset, gpu, link, sweep, um_slowdown
 
     out = []
@@ -82,11 +98,12 @@ def slowdowns(names: Sequence[str], scale: str | float = "quick", seed: int = 0,
         ws = Workset.load(run_path)
         ds = sweep(ws, gpus=["V100-32GB", "A100-80GB", "H100-80GB", "H200-141GB"], links=list(LINKS),
                    thresholds=[0.1, 0.2, 0.3, 0.4, 0.5], latency_scales=[0.5, 1, 2, 4, 8],
-                   metadata_cache_bytes=[4 << 10, 16 << 10, 64 << 10, 256 << 10])
+                   metadata_cache_bytes=[4 << 10, 16 << 10, 64 << 10, 256 << 10],
+                   outstanding=[1280, 2560, 5120, 10240, 20480])
         eff = analyze(ws.snapshots, [ws.compressor], thresholds=[threshold], progress=False)
         ratio = float(eff.effective_ratio.isel(snapshot=-1).item())
         # UM oversubscribed by Buddy's gain; where Buddy gains nothing, nothing is oversubscribed
-        um = [um_slowdown(ws, ratio, gpu("V100-32GB"), link("NVLink2"), Params(um_page_bytes=p)) if ratio > 1
+        um = [um_slowdown(ws, ratio, gpu(HEADLINE["gpu"]), link(HEADLINE["link"]), Params(um_page_bytes=p)) if ratio > 1
               else (1.0, 0) for p in (4 << 10, 64 << 10, 2 << 20)]
         ds["um_slowdown"] = ("um_page_bytes", [u[0] for u in um], {"units": "1"})
         ds["um_faults"] = ("um_page_bytes", [u[1] for u in um], {"units": "faults per iteration"})
@@ -110,19 +127,26 @@ def memory_vs_batch(names: Sequence[str], batches: Sequence[int], scale: str | f
     bytes per kind and, compressed with ``compressor`` under the profile policy at ``threshold``,
     the device bytes Buddy Compression reserves (targets chosen from that snapshot itself).
     Throughput is measured on this machine (torch, one thread), so it is a CPU's curve, not a
-    GPU's. Dims (workload, batch, kind); cached beside the runs as ``<name>-<scale>-s<seed>.batch.nc``.
+    GPU's. Dims (workload, batch, kind); cached beside the runs as ``<name>-<scale>-s<seed>.batch.nc``
+    and reused only when every parameter and the code are the same (in a frozen folder: every parameter).
     """
     out = []
+    key = {"batches": [int(b) for b in batches], "steps": int(steps), "compressor": compressor,
+           "threshold": float(threshold)}
     for name in tqdm(list(names), desc="memory vs batch", unit="workload", disable=not progress):
         if not hasattr(workloads.get(name), "batch_size"):
             raise ValueError(f"workload {name!r} has no mini-batch (not a DL training workload)")
         cache = Path(data) / f"{name}-{scale}-s{seed}.batch.nc"
         if cache.exists() and not regenerate:
             cached = _load_cached(cache)
-            if (list(cached.batch.values) == list(batches) and cached.attrs.get("compressor") == compressor
-                    and cached.attrs.get("code") == code_version(*ANALYSIS_SOURCES)):
+            held = {"batches": [int(b) for b in cached.batch.values], "steps": int(cached.attrs.get("steps", -1)),
+                    "compressor": cached.attrs.get("compressor"), "threshold": float(cached.attrs.get("threshold", -1))}
+            if held == key and (frozen(data) or cached.attrs.get("code") == code_version(*ANALYSIS_SOURCES)):
                 out.append(cached)
                 continue
+        if frozen(data):  # committed fixtures are read as they are, never remade in place
+            raise ValueError(f"{cache}: the committed fixtures in {data} hold no memory-vs-batch measurement "
+                             f"of {name} with {key}; pass another data folder to measure it")
         rows = []
         for b in batches:
             w = workloads.get(name)  # a fresh model for every batch size

@@ -4,6 +4,10 @@ Runs, slowdown sweeps and batch measurements are cached in ``data/`` because the
 minutes; a cache made before a compressor, a workload or the timing model changed would
 silently give the old numbers. Each cache records :func:`code_version` of the source it
 depends on and is recomputed when that differs.
+
+The exception is a *frozen* folder, one holding a :data:`MANIFEST` (the committed fixtures,
+:mod:`buddylib.fixtures`): its runs are read as they are and never remade in place, because
+remaking them on another CPU would give other bytes; a test checks them against a fresh run.
 """
 
 from __future__ import annotations
@@ -17,6 +21,15 @@ PACKAGE = Path(__file__).resolve().parent
 RUN_SOURCES = ("workloads", "compressors", "entries.py", "snapshot.py")
 #: ... and what analysing a run (placement, timing) adds.
 ANALYSIS_SOURCES = (*RUN_SOURCES, "analysis.py", "layout.py", "timing", "experiments.py")
+
+
+#: The file that marks a folder of runs as frozen, and says how and where they were made.
+MANIFEST = "MANIFEST.json"
+
+
+def frozen(folder: str | Path) -> bool:
+    """Whether ``folder`` holds committed runs (a :data:`MANIFEST`): read them, never remake them there."""
+    return (Path(folder) / MANIFEST).is_file()
 
 
 @functools.cache

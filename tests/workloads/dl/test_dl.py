@@ -180,6 +180,13 @@ def test_memory_vs_batch_scales_per_sample_and_is_cached(tmp_path) -> None:
     assert lb.uncompressed_samples_per_s.item() == pytest.approx(ds.samples_per_s.sel(batch=4).item())
     again = memory_vs_batch(["squeezenet"], [2, 4, 8], "quick", data=tmp_path, steps=1, progress=False)
     assert again.samples_per_s.equals(ds.samples_per_s)  # read back from the cache, not re-measured
+    # any other parameter is another measurement: the cache is not reused for it
+    other = memory_vs_batch(["squeezenet"], [2, 4, 8], "quick", data=tmp_path, steps=1, threshold=0.1,
+                            progress=False)
+    assert other.attrs["threshold"] == 0.1 and not other.samples_per_s.equals(ds.samples_per_s)
+    longer = memory_vs_batch(["squeezenet"], [2, 4, 8], "quick", data=tmp_path, steps=2, threshold=0.1,
+                             progress=False)
+    assert longer.attrs["steps"] == 2 and not longer.samples_per_s.equals(other.samples_per_s)
 
 
 def test_largest_batch_by_hand() -> None:

@@ -1,0 +1,175 @@
+"""The committed quick-scale runs the notebooks read, so nbval compares the same numbers on every machine.
+
+Not every workload writes the same bytes on every CPU. The HPC proxies do, bit for bit, on every
+x86-64 CPU with FMA and AVX2 (their elementary functions come from the C library, never from numpy's
+per-instruction-set SIMD kernels: ``workloads/hpc/_libm.py``). PyTorch training does not: its CPU
+kernels are chosen per instruction set (AVX-512, AVX2, default), and a convolution rounded otherwise
+moves which activations ReLU zeroes. So the notebooks' quick-scale defaults read runs made once and
+committed in ``data/fixtures/quick`` (per-entry sectors, access profiles, index arrays, and notebook
+07's mini-batch measurements; a few MB), and the analysis and timing model on them give the same
+numbers everywhere. ``make fixtures`` remakes them and the notebooks' committed outputs; :func:`check`
+remakes the runs in a temporary folder and compares: HPC bit for bit, DL within :data:`TOLERANCE`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+import platform
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from tqdm import tqdm
+
+from buddylib import experiments, snapshot, workloads
+from buddylib.provenance import MANIFEST, RUN_SOURCES, code_version, frozen
+
+#: This checkout's data folder, and the committed fixtures in it.
+DATA = Path(__file__).resolve().parents[1] / "data"
+FOLDER = DATA / "fixtures" / "quick"
+SCALE, SEED = "quick", 0
+SUITES = ("hpc", "dl", "dl-extra")
+#: Largest relative change of a remade DL run's ideal ratio (any snapshot, any compressor) or of a
+#: mini-batch measurement's device bytes that :func:`check` accepts. Measured between AVX-512 and the
+#: basic instruction set (``other-cpu``): 3.1% (inception's ideal ratio); see the README.
+TOLERANCE = 0.05
+
+
+def generate(folder: str | Path = FOLDER, names: Sequence[str] | None = None, progress: bool = True) -> Path:
+    """Remake the fixtures in ``folder``: every workload's quick run (seed 0), notebook 07's mini-batch
+    measurements, and the :data:`~buddylib.provenance.MANIFEST` saying where and how they were made.
+
+    Written into a temporary folder and moved into place, so a failure leaves the old fixtures.
+    """
+    folder = Path(folder)
+    names = list(names) if names is not None else [n for s in SUITES for n in workloads.names(s)]
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
+    try:
+        for name in tqdm(names, desc="fixtures", unit="workload", disable=not progress):
+            workloads.cached_run(name, SCALE, SEED, tmp, regenerate=True)
+        batch = [n for n in experiments.BATCH_NETWORKS if n in names]
+        if batch:
+            experiments.memory_vs_batch(batch, experiments.BATCHES[SCALE], SCALE, SEED, tmp, progress=progress)
+        manifest = {
+            "made_by": "buddylib.fixtures.generate (make fixtures)",
+            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "scale": SCALE, "seed": SEED, "code": code_version(*RUN_SOURCES), "machine": machine(),
+            "workloads": {n: _profile(tmp, n)["digest"] for n in names},
+            "files": {p.name: _sha256(p) for p in sorted(tmp.iterdir())},
+        }
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+        if folder.exists():
+            shutil.rmtree(folder)
+        os.replace(tmp, folder)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return folder
+
+
+def machine() -> dict[str, Any]:
+    """What decides a workload's bytes on this machine: CPU, C library, and the kernels numpy, torch
+    and numba pick for it."""
+    import llvmlite.binding as llvm
+    import numba
+
+    try:
+        from numpy._core import _multiarray_umath as umath
+    except ImportError:  # numpy < 2
+        from numpy.core import _multiarray_umath as umath
+    out: dict[str, Any] = {
+        "cpu": _cpuinfo("model name"), "arch": platform.machine(), "libc": " ".join(platform.libc_ver()),
+        "fma_avx2": fma_avx2(),
+        "numpy_simd": [f for f in umath.__cpu_dispatch__ if umath.__cpu_features__.get(f)],
+        "numba_cpu": numba.config.CPU_NAME or llvm.get_host_cpu_name(),
+        "numpy": np.__version__, "numba": numba.__version__, "python": platform.python_version(),
+    }
+    try:
+        import torch
+
+        out |= {"torch": torch.__version__, "torch_cpu_capability": torch.backends.cpu.get_cpu_capability()}
+    except ImportError:
+        out["torch"] = None
+    return out
+
+
+def fma_avx2() -> bool:
+    """Whether this CPU has FMA and AVX2, the condition under which glibc picks its FMA builds of
+    exp, log, sin, cos, tanh... (other builds round some results differently)."""
+    flags = set(_cpuinfo("flags").split())
+    return {"fma", "avx2"} <= flags
+
+
+def check(folder: str | Path = FOLDER, names: Sequence[str] | None = None, progress: bool = False) -> pd.DataFrame:
+    """Remake the fixtures' runs here, in a temporary folder, and compare them with the committed ones.
+
+    One row per workload (and per network of the mini-batch study, ``batch:NAME``): whether its bytes
+    are identical (run digests), whether they must be (HPC, on a CPU with FMA and AVX2 and the same C
+    library as the fixtures'), whether allocations, sizes and steps match, the largest relative change
+    of an ideal ratio (or of a batch's device bytes), and ``ok``.
+    """
+    folder = Path(folder)
+    if not frozen(folder):
+        raise FileNotFoundError(f"{folder}: no {MANIFEST}; `make fixtures` makes the fixtures")
+    made = json.loads((folder / MANIFEST).read_text())
+    names = list(names) if names is not None else list(made["workloads"])
+    same_libm = fma_avx2() and made["machine"]["fma_avx2"] and made["machine"]["libc"] == machine()["libc"]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = experiments.workload_ratios(names, SCALE, SEED, tmp, regenerate=True, progress=progress)
+        kept = experiments.workload_ratios(names, SCALE, SEED, folder, progress=False)
+        for n in names:
+            a, b = kept.sel(workload=n), fresh.sel(workload=n)
+            identical = _profile(Path(tmp), n)["digest"] == made["workloads"][n]
+            rows.append({"workload": n, "suite": workloads.get(n).suite, "identical": identical,
+                         "exact_expected": workloads.get(n).suite == "hpc" and same_libm,
+                         "structure_equal": _layout(folder, n) == _layout(Path(tmp), n),
+                         "max_rel_change": _max_rel(a.ideal_ratio_total, b.ideal_ratio_total)})
+        batch = [n for n in experiments.BATCH_NETWORKS if n in names]
+        if batch:
+            args = (batch, experiments.BATCHES[SCALE], SCALE, SEED)
+            kept_b = experiments.memory_vs_batch(*args, folder, progress=False)
+            fresh_b = experiments.memory_vs_batch(*args, tmp, progress=progress)
+            for n in batch:
+                a, b = kept_b.sel(workload=n), fresh_b.sel(workload=n)
+                rows.append({"workload": f"batch:{n}", "suite": "dl", "identical": False, "exact_expected": False,
+                             "structure_equal": a.kind_bytes.equals(b.kind_bytes),
+                             "max_rel_change": _max_rel(a.device_footprint, b.device_footprint)})
+    out = pd.DataFrame(rows).set_index("workload")
+    out["ok"] = out.identical | (~out.exact_expected & out.structure_equal & (out.max_rel_change <= TOLERANCE))
+    return out
+
+
+def _max_rel(a: xr.DataArray, b: xr.DataArray) -> float:
+    rel = np.abs(b / a - 1).where(np.isfinite(a) & (a > 0))
+    return float(rel.max(skipna=True).fillna(0))
+
+
+def _layout(folder: Path, name: str) -> list[tuple]:
+    """Each snapshot's step and allocations (name, kind, dtype, shape, bytes): what must not change."""
+    snaps = snapshot.load(folder / f"{name}-{SCALE}-s{SEED}.nc")
+    return [(s.step, [(a.name, a.kind, a.dtype, a.shape, a.nbytes) for a in s.allocations]) for s in snaps]
+
+
+def _profile(folder: Path, name: str) -> dict[str, Any]:
+    return json.loads((folder / f"{name}-{SCALE}-s{SEED}.profile.json").read_text())
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _cpuinfo(key: str) -> str:
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return ""
+    return next((ln.split(":", 1)[1].strip() for ln in lines if ln.split(":", 1)[0].strip() == key), "")

@@ -1,0 +1,62 @@
+"""The committed quick-scale fixtures: complete, untouched, read as they are, and what this machine makes too."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from buddylib import experiments, fixtures, workloads
+from buddylib.provenance import MANIFEST, frozen
+
+MADE = json.loads((fixtures.FOLDER / MANIFEST).read_text())
+
+
+def test_every_workload_and_file_is_there_untouched() -> None:
+    assert set(MADE["workloads"]) == {n for s in fixtures.SUITES for n in workloads.names(s)}
+    on_disk = {p.name for p in fixtures.FOLDER.iterdir() if p.name != MANIFEST and ".slowdown-" not in p.name}
+    assert on_disk == set(MADE["files"])
+    for name, digest in MADE["files"].items():  # edited by hand or half-regenerated: the hash says so
+        assert hashlib.sha256((fixtures.FOLDER / name).read_bytes()).hexdigest() == digest, name
+    batch = {f"{n}-{fixtures.SCALE}-s{fixtures.SEED}.batch.nc" for n in experiments.BATCH_NETWORKS}
+    assert batch <= on_disk
+
+
+def test_notebooks_read_the_fixtures_only_at_quick_scale_seed_0(tmp_path: Path) -> None:
+    assert experiments.data_folder("quick", 0) == fixtures.FOLDER
+    assert experiments.data_folder("quick", 1) == experiments.data_folder("default", 0) == fixtures.DATA
+    assert experiments.data_folder("quick", 0, tmp_path) == tmp_path
+
+
+def test_a_frozen_folder_is_read_never_remade(tmp_path: Path) -> None:
+    folder = tmp_path / "quick"
+    folder.mkdir()
+    for f in ("ostencil-quick-s0.nc", "ostencil-quick-s0.profile.json", MANIFEST):
+        shutil.copy(fixtures.FOLDER / f, folder / f)
+    (folder / "ostencil-quick-s0.profile.json").write_text(json.dumps(
+        {**json.loads((folder / "ostencil-quick-s0.profile.json").read_text()), "code": "older code"}))
+    assert frozen(folder)
+    made = (folder / "ostencil-quick-s0.nc").stat().st_mtime_ns
+    assert workloads.cached_run("ostencil", "quick", 0, folder) == folder / "ostencil-quick-s0.nc"
+    assert (folder / "ostencil-quick-s0.nc").stat().st_mtime_ns == made  # other code, but not remade
+    with pytest.raises(ValueError, match="remade only by `make fixtures`"):
+        workloads.cached_run("ostencil", "quick", 0, folder, regenerate=True)
+    with pytest.raises(FileNotFoundError, match="not among the committed fixtures"):
+        workloads.cached_run("swim", "quick", 0, folder)
+    with pytest.raises(ValueError, match="hold no memory-vs-batch measurement of squeezenet"):
+        experiments.memory_vs_batch(["squeezenet"], [2, 4], "quick", 0, fixtures.FOLDER, progress=False)
+
+
+def test_this_machine_makes_the_fixtures() -> None:
+    """Remade here, HPC runs are the same bytes (on a CPU with FMA and AVX2 and the fixtures' C library)
+    and DL runs the same allocations with ideal ratios within the stated tolerance."""
+    report = fixtures.check()
+    assert report.ok.all(), report.to_string()
+    assert report.structure_equal.all(), report.to_string()
+    hpc = report[report.suite == "hpc"]
+    assert len(hpc) == len(workloads.names("hpc"))
+    assert (hpc.identical | ~hpc.exact_expected).all()
+    assert report.max_rel_change.max() <= fixtures.TOLERANCE
