@@ -43,7 +43,8 @@ bench: $(STAMP)
 ## outputs (nbval compares them); commit both. `buddy fixtures --check` compares without writing.
 fixtures: $(STAMP)
 	$(VENV)/bin/buddy fixtures
-	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace notebooks/[0-9]*.ipynb
+	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.record_timing=False \
+		notebooks/[0-9]*.ipynb
 
 ## lab: explore the notebooks in JupyterLab
 lab: $(STAMP)

@@ -38,9 +38,10 @@ FOLDER = DATA / "fixtures" / "quick"
 SCALE, SEED = "quick", 0
 SUITES = ("hpc", "dl", "dl-extra")
 #: Largest relative change of a remade DL run's ideal ratio (any snapshot, any compressor) or of a
-#: mini-batch measurement's device bytes that :func:`check` accepts. Measured between AVX-512 and the
-#: basic instruction set (``other-cpu``): 3.1% (inception's ideal ratio); see the README.
-TOLERANCE = 0.05
+#: mini-batch measurement's device bytes that :func:`check` accepts: about three times the largest
+#: change measured between AVX-512 and the basic instruction set at quick scale (3.1%, inception's
+#: ideal ratio; 5.2% at default scale, vgg16), so another CPU does not fail it; see the README.
+TOLERANCE = 0.10
 
 
 def generate(folder: str | Path = FOLDER, names: Sequence[str] | None = None, progress: bool = True) -> Path:

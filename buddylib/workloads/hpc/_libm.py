@@ -7,7 +7,9 @@ different bytes on different machines, and so do its compressed sizes (issue 11:
 ideal ratio moved from 1.332831 to 1.332731). These call the C library's scalar function on
 each element, as Python's :mod:`math` does; glibc gives one answer on every x86-64 CPU with
 FMA (x86-64-v3: Intel since 2013, every AMD Zen), the CPUs this suite is checked on. Arithmetic
-(``+ - * /`` and ``sqrt``) is exact in IEEE 754 and needs no help.
+(``+ - * /`` and ``sqrt``) is exact in IEEE 754 and needs no help; inside numba kernels, :func:`fma`
+gives fused multiply-adds that are the same everywhere too (``fastmath`` would let LLVM fuse and
+reorder as the CPU allows).
 
 >>> float(tanh(0.5)) == math.tanh(0.5)
 True
@@ -21,6 +23,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
+from numba.extending import intrinsic
 from numpy.typing import ArrayLike
 
 
@@ -50,3 +53,13 @@ def sinc(x: ArrayLike) -> np.ndarray:
     y = np.pi * np.asarray(x, dtype=np.float64)
     safe = np.where(y == 0, 1.0, y)
     return np.where(y == 0, 1.0, sin(safe) / safe)
+
+
+@intrinsic
+def fma(typingctx, a, b, c):
+    """``a * b + c`` rounded once (IEEE 754 fused multiply-add), for numba kernels: one instruction on a CPU
+    with FMA, the C library's exact ``fma`` elsewhere (slow, but the same bits)."""
+    def codegen(context, builder, signature, args):
+        return builder.fma(*args)
+
+    return a(a, b, c), codegen
