@@ -3,8 +3,10 @@
 A GPU compresses each 128-byte entry on its own, so every compressor in this package
 takes a ``(E, 128)`` uint8 array. This module is the one place that turns user data
 (numpy arrays of any dtype, ``bytes``, ``memoryview``, anything exposing the buffer
-protocol) into that shape. Memory is read as raw little-endian bytes, exactly as it
-would sit in device memory.
+protocol) into that shape. An array's bytes are its elements in logical C order and
+little-endian, exactly as they would sit in (little-endian) device memory: a big-endian
+array is byte-swapped, a Fortran-ordered one reordered. ``bytes`` and ``memoryview`` are
+taken as they are.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ def _as_byte_array(data: object, name: str) -> np.ndarray:
         raise TypeError(f"{name}: dtype {arr.dtype} holds Python objects, not raw memory")
     if arr.dtype.kind == "U":
         raise TypeError(f"{name}: dtype {arr.dtype} is a text array, not raw memory")
-    arr = np.ascontiguousarray(arr)
+    little = arr.dtype.newbyteorder("<")
+    arr = np.ascontiguousarray(arr.astype(little) if little != arr.dtype else arr)
     return arr.reshape(-1).view(np.uint8)
 
 

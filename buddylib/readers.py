@@ -1,17 +1,38 @@
-"""Read a user's files as allocations: the bytes exactly as they would sit in GPU memory.
+"""Read a user's files as allocations: the bytes as they would sit in GPU memory.
 
 Supported: ``.npy``, ``.npz``, ``.safetensors``, PyTorch checkpoints (``.pt``/``.pth``,
 when torch is installed), zarr stores, and raw binary dumps (``dtype`` required, ``shape``
 optional). Large inputs are memory-mapped, never read whole; each allocation also records
-``(path, offset)`` so dask workers read their own byte ranges. Every problem is a
-``ValueError`` (or ``FileNotFoundError``) whose message starts with the path.
+``(path, offset)`` so dask workers read their own byte ranges.
+
+One rule book for every format:
+
+* **Regular files only** (and zarr store folders): a FIFO, device or socket is refused, since
+  reading one blocks or never ends.
+* **Headers are checked before data is read**: shapes are non-negative integers, offsets
+  integers inside the file, tensors do not overlap, and every size is shape x item size.
+* **Little-endian bytes**, as in GPU memory: a big-endian array (``>i4`` in a ``.npy``, a zarr
+  store, a raw dump read with ``--dtype '>i4'``) is byte-swapped, so ``>i4`` and ``<i4`` holding
+  the same values give the same sizes.
+* **Logical C order**: an array's bytes are its elements in C (row-major) order, whatever the
+  order in the file, so a Fortran-ordered ``.npy`` and the same array in a ``.npz`` agree.
+* **Empty arrays hold no memory and are skipped**; a file holding nothing else is an error.
+* **Unique names**: two arrays of one file with the same name are an error.
+* **A size limit** (:data:`MAX_BYTES`, raised with ``max_bytes``): an input declaring more is
+  refused with its size, so a sparse zarr store that declares terabytes of fill value is not
+  silently compressed byte by byte.
+
+Every problem is a one-line ``ValueError`` (``FileNotFoundError`` for a missing path) that
+starts with the path and names the array (and chunk) where known.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
+import stat
 import struct
 from pathlib import Path
 from typing import Any
@@ -28,63 +49,100 @@ _SAFETENSORS_DTYPES = {
     "I64": ("int64", 8), "U64": ("uint64", 8), "F64": ("float64", 8),
 }
 SUFFIXES = (".npy", ".npz", ".safetensors", ".pt", ".pth", ".zarr")
+#: Default limit on the bytes one input may declare (``--max-bytes`` raises it).
+MAX_BYTES = 16 << 30
+#: Deepest nesting of containers followed in a PyTorch checkpoint.
+MAX_DEPTH = 64
 
 
 def read(path: str | os.PathLike, dtype: str | None = None, shape: tuple[int, ...] | None = None,
-         prefix: str = "") -> list[Allocation]:
+         prefix: str = "", max_bytes: int = MAX_BYTES) -> list[Allocation]:
     """Allocations held in ``path``; ``dtype`` (and ``shape``) read it as a raw dump."""
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"{p}: no such file or directory")
-    if dtype is not None:
-        return [_raw(p, dtype, shape, prefix)]
-    if p.is_dir() and (p.suffix == ".zarr" or (p / "zarr.json").exists() or (p / ".zgroup").exists()
-                       or (p / ".zarray").exists()):
-        return _zarr(p, prefix)
     if p.is_dir():
-        raise ValueError(f"{p}: is a directory, not a zarr store or a file")
-    readers = {".npy": _npy, ".npz": _npz, ".safetensors": _safetensors, ".pt": _torch, ".pth": _torch}
-    if p.suffix not in readers:
-        raise ValueError(f"{p}: unknown file type {p.suffix or '(no extension)'!r}; known: "
-                         f"{', '.join(SUFFIXES)}; for a raw memory dump give --dtype")
-    try:
-        allocations = readers[p.suffix](p, prefix)
-    except (ValueError, FileNotFoundError):
-        raise
-    except OSError as exc:
-        raise ValueError(f"{p}: cannot read: {exc.strerror or exc}") from exc
+        if dtype is not None:
+            raise ValueError(f"{p}: is a directory, not a raw dump")
+        if not (p.suffix == ".zarr" or any((p / m).exists() for m in ("zarr.json", ".zgroup", ".zarray"))):
+            raise ValueError(f"{p}: is a directory, not a zarr store or a file")
+        allocations = _zarr(p, prefix)
+    else:
+        if not stat.S_ISREG(p.stat().st_mode):
+            raise ValueError(f"{p}: not a regular file (a FIFO, device or socket); only files and zarr stores "
+                             "are read")
+        readers = {".npy": _npy, ".npz": _npz, ".safetensors": _safetensors, ".pt": _torch, ".pth": _torch}
+        if dtype is None and p.suffix not in readers:
+            raise ValueError(f"{p}: unknown file type {p.suffix or '(no extension)'!r}; known: "
+                             f"{', '.join(SUFFIXES)}; for a raw memory dump give --dtype")
+        try:
+            allocations = _raw(p, dtype, shape, prefix) if dtype is not None else readers[p.suffix](p, prefix)
+        except (ValueError, FileNotFoundError):
+            raise
+        except OSError as exc:
+            raise ValueError(f"{p}: cannot read: {exc.strerror or exc}") from exc
     if not allocations:
-        raise ValueError(f"{p}: holds no arrays")
+        raise ValueError(f"{p}: holds no arrays with any bytes (empty arrays are skipped)")
+    names = [a.name for a in allocations]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"{p}: several arrays are named {', '.join(map(repr, dup))}")
+    total = sum(a.nbytes for a in allocations)
+    if total > max_bytes:
+        raise ValueError(f"{p}: declares {human_bytes(total)} of arrays, more than the limit of "
+                         f"{human_bytes(max_bytes)}; "
+                         "every declared byte is compressed (fill values included): raise the limit with "
+                         "--max-bytes to go on")
     return allocations
+
+
+def little_endian_c(arr: np.ndarray) -> np.ndarray:
+    """``arr`` as a C-ordered, little-endian array (the rule book's bytes); no copy when it already is."""
+    le = arr.dtype.newbyteorder("<")
+    if le != arr.dtype:
+        arr = arr.astype(le)
+    return np.ascontiguousarray(arr)
 
 
 def _name(prefix: str, name: str) -> str:
     return f"{prefix}{name}"
 
 
-def _bytes_at(p: Path, offset: int, nbytes: int) -> np.ndarray:
-    return np.memmap(p, dtype=np.uint8, mode="r", offset=offset, shape=(nbytes,))
+def _allocation(p: Path, name: str, offset: int, dtype: np.dtype | str, shape: tuple[int, ...],
+                fortran: bool = False) -> Allocation:
+    """The array at ``offset`` of ``p``: memory-mapped bytes when they already follow the rule book,
+    else read and converted (byte-swapped, reordered to C)."""
+    if isinstance(dtype, np.dtype) and (fortran or dtype.newbyteorder("<") != dtype):
+        arr = np.memmap(p, dtype=dtype, mode="r", offset=offset, shape=shape or (1,), order="F" if fortran else "C")
+        arr = little_endian_c(arr).reshape(shape)
+        return Allocation.from_array(name, arr, dtype=str(arr.dtype), shape=shape)
+    nbytes = math.prod(shape) * (dtype.itemsize if isinstance(dtype, np.dtype) else _SAFETENSORS_ITEM[dtype])
+    raw = np.memmap(p, dtype=np.uint8, mode="r", offset=offset, shape=(nbytes,))
+    label = str(dtype.newbyteorder("<")) if isinstance(dtype, np.dtype) else dtype
+    return Allocation.from_array(name, raw, source=(str(p), offset), dtype=label, shape=shape)
 
 
-def _allocation(p: Path, name: str, offset: int, nbytes: int, dtype: str, shape: tuple[int, ...]) -> Allocation:
-    if nbytes == 0:
-        raise ValueError(f"{p}: array {name!r} is empty (shape {shape}), nothing to analyse")
-    return Allocation.from_array(name, _bytes_at(p, offset, nbytes), source=(str(p), offset), dtype=dtype,
-                                 shape=shape)
+_SAFETENSORS_ITEM = {name: size for name, size in _SAFETENSORS_DTYPES.values()}
 
 
-def _raw(p: Path, dtype: str, shape: tuple[int, ...] | None, prefix: str) -> Allocation:
-    if p.is_dir():
-        raise ValueError(f"{p}: is a directory, not a raw dump")
+def _check_dtype(p: Path, dt: np.dtype, what: str) -> None:
+    if dt.hasobject:
+        raise ValueError(f"{p}: {what} holds Python objects (dtype {dt}), not raw memory")
+    if dt.kind == "U":
+        raise ValueError(f"{p}: {what} holds text (dtype {dt}), not numeric memory")
+    if dt.itemsize == 0:
+        raise ValueError(f"{p}: {what} has dtype {dt}, whose items have no bytes")
+
+
+def _raw(p: Path, dtype: str, shape: tuple[int, ...] | None, prefix: str) -> list[Allocation]:
     try:
         dt = np.dtype(dtype)
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:
         raise ValueError(f"{p}: unknown dtype {dtype!r}") from exc
-    if dt.hasobject or dt.kind == "U":
-        raise ValueError(f"{p}: dtype {dtype!r} holds text or Python objects, not raw memory")
+    _check_dtype(p, dt, f"dtype {dtype!r}")
     size = p.stat().st_size
     if size == 0:
-        raise ValueError(f"{p}: file is empty, nothing to analyse")
+        return []
     if size % dt.itemsize:
         raise ValueError(f"{p}: size {size} bytes is not a multiple of the {dt} item size ({dt.itemsize} bytes)")
     n = size // dt.itemsize
@@ -92,7 +150,7 @@ def _raw(p: Path, dtype: str, shape: tuple[int, ...] | None, prefix: str) -> All
         if any(s < 0 for s in shape) or math.prod(shape) != n:
             raise ValueError(f"{p}: shape {tuple(shape)} holds {math.prod(shape)} items but the file has {n} "
                              f"{dt} items")
-    return _allocation(p, _name(prefix, p.stem), 0, size, str(dt), tuple(shape) if shape else (n,))
+    return [_allocation(p, _name(prefix, p.stem), 0, dt, tuple(shape) if shape else (n,))]
 
 
 def _npy(p: Path, prefix: str) -> list[Allocation]:
@@ -103,37 +161,46 @@ def _npy(p: Path, prefix: str) -> list[Allocation]:
         with open(p, "rb") as f:
             version = fmt.read_magic(f)
             read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
-            shape, _, dtype = read_header(f)
+            shape, fortran, dtype = read_header(f)
             offset = f.tell()
     except (ValueError, EOFError) as exc:
         raise ValueError(f"{p}: not a readable .npy array ({_first_line(exc)})") from exc
-    if dtype.hasobject:
-        raise ValueError(f"{p}: holds Python objects (dtype {dtype}), not raw memory")
-    if dtype.kind == "U":
-        raise ValueError(f"{p}: holds text (dtype {dtype}), not numeric memory")
+    if any(s < 0 for s in shape):
+        raise ValueError(f"{p}: header has a negative shape {tuple(shape)}")
+    _check_dtype(p, dtype, "the array")
     nbytes = math.prod(shape) * dtype.itemsize
-    if offset + nbytes > p.stat().st_size:
-        raise ValueError(f"{p}: truncated: the header promises {nbytes} data bytes, the file holds "
-                         f"{p.stat().st_size - offset}")
-    return [_allocation(p, _name(prefix, p.stem), offset, nbytes, str(dtype), tuple(shape))]
+    size = p.stat().st_size
+    if offset + nbytes != size:
+        raise ValueError(f"{p}: {'truncated: ' if offset + nbytes > size else ''}the header promises {nbytes} data "
+                         f"bytes (shape {tuple(shape)} of {dtype}), the file holds {size - offset}")
+    if nbytes == 0:
+        return []
+    return [_allocation(p, _name(prefix, p.stem), offset, dtype, tuple(shape), fortran=fortran and len(shape) > 1)]
 
 
 def _npz(p: Path, prefix: str) -> list[Allocation]:
+    import zipfile
+
     out = []
     try:
-        with np.load(p, allow_pickle=False) as z:
-            for key in z.files:
-                arr = z[key]
-                if arr.dtype.hasobject or arr.dtype.kind == "U":
-                    raise ValueError(f"{p}: array {key!r} holds text or Python objects (dtype {arr.dtype}), "
-                                     "not raw numeric memory")
-                if arr.nbytes == 0:
-                    raise ValueError(f"{p}: array {key!r} is empty (shape {arr.shape}), nothing to analyse")
-                out.append(Allocation.from_array(_name(prefix, key), arr))
-    except ValueError as exc:
-        if str(exc).startswith(str(p)):
-            raise
-        raise ValueError(f"{p}: not a readable .npz archive ({_first_line(exc)})") from exc
+        with zipfile.ZipFile(p) as z:
+            members = z.namelist()
+            for member in members:
+                if not member.endswith(".npy"):
+                    raise ValueError(f"{p}: member {member!r} is not a .npy array")
+                key = member.removesuffix(".npy")
+                with z.open(member) as f:
+                    try:
+                        arr = np.lib.format.read_array(f, allow_pickle=False)
+                    except (ValueError, EOFError) as exc:
+                        raise ValueError(f"{p}: array {key!r} is not a readable .npy member "
+                                         f"({_first_line(exc)})") from exc
+                _check_dtype(p, arr.dtype, f"array {key!r}")
+                if arr.nbytes:
+                    arr = little_endian_c(arr)
+                    out.append(Allocation.from_array(_name(prefix, key), arr))
+    except ValueError:
+        raise
     except Exception as exc:  # zipfile.BadZipFile, EOFError, zlib.error on damaged archives
         raise ValueError(f"{p}: not a readable .npz archive ({type(exc).__name__}: {_first_line(exc)})") from exc
     return out
@@ -149,30 +216,57 @@ def _safetensors(p: Path, prefix: str) -> list[Allocation]:
         if n > size - 8 or n > 100 << 20:
             raise ValueError(f"{p}: truncated or not safetensors: header of {n} bytes in a {size}-byte file")
         try:
-            header = json.loads(f.read(n))
+            header = json.loads(f.read(n), object_pairs_hook=_no_duplicate_keys)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"{p}: corrupted safetensors header ({exc})") from exc
+            raise ValueError(f"{p}: corrupted safetensors header ({_first_line(exc)})") from exc
+        except KeyError as exc:
+            raise ValueError(f"{p}: safetensors header names tensor {exc.args[0]!r} twice") from None
     if not isinstance(header, dict):
         raise ValueError(f"{p}: corrupted safetensors header (not a JSON object)")
-    base = 8 + n
-    out = []
+    base, data_size = 8 + n, size - 8 - n
+    spans = []
     for name, info in header.items():
         if name == "__metadata__":
             continue
-        try:
-            code, shape, (begin, end) = info["dtype"], tuple(int(s) for s in info["shape"]), info["data_offsets"]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"{p}: tensor {name!r}: malformed header entry {info!r}") from exc
+        where = f"{p}: tensor {name!r}"
+        if not isinstance(info, dict) or not {"dtype", "shape", "data_offsets"} <= set(info):
+            raise ValueError(f"{where}: header entry needs dtype, shape and data_offsets, got {info!r}")
+        code, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
         if code not in _SAFETENSORS_DTYPES:
-            raise ValueError(f"{p}: tensor {name!r}: unknown dtype {code!r}")
+            raise ValueError(f"{where}: unknown dtype {code!r}")
+        if not isinstance(shape, list) or not all(_is_int(s) and s >= 0 for s in shape):
+            raise ValueError(f"{where}: shape {shape!r} is not a list of non-negative integers")
+        if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_int(o) for o in offsets)):
+            raise ValueError(f"{where}: data_offsets {offsets!r} are not two integers")
         dtype, itemsize = _SAFETENSORS_DTYPES[code]
-        if not (0 <= begin <= end) or end - begin != math.prod(shape) * itemsize:
-            raise ValueError(f"{p}: tensor {name!r}: data offsets {begin}..{end} do not match shape {shape} "
-                             f"of {dtype}")
-        if base + end > size:
-            raise ValueError(f"{p}: truncated: tensor {name!r} needs bytes up to {base + end}, file has {size}")
-        out.append(_allocation(p, _name(prefix, name), base + begin, end - begin, dtype, shape))
-    return out
+        begin, end = offsets
+        if not 0 <= begin <= end:
+            raise ValueError(f"{where}: data offsets {begin}..{end} are not an increasing pair of byte positions")
+        if end - begin != math.prod(shape) * itemsize:
+            raise ValueError(f"{where}: data offsets {begin}..{end} ({end - begin} bytes) do not match shape "
+                             f"{tuple(shape)} of {dtype} ({math.prod(shape) * itemsize} bytes)")
+        if end > data_size:
+            raise ValueError(f"{p}: truncated: tensor {name!r} needs data bytes up to {end}, the file holds "
+                             f"{data_size}")
+        spans.append((begin, end, name, dtype, tuple(shape)))
+    spans.sort()
+    for (b0, e0, n0, *_), (b1, _, n1, *_) in itertools.pairwise(spans):
+        if b1 < e0:
+            raise ValueError(f"{p}: tensors {n0!r} ({b0}..{e0}) and {n1!r} (from {b1}) overlap")
+    return [_allocation(p, _name(prefix, name), base + begin, dtype, shape)
+            for begin, end, name, dtype, shape in spans if end > begin]
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    for k in keys:
+        if keys.count(k) > 1:
+            raise KeyError(k)
+    return dict(pairs)
 
 
 def _torch(p: Path, prefix: str) -> list[Allocation]:
@@ -183,30 +277,72 @@ def _torch(p: Path, prefix: str) -> list[Allocation]:
                          "pip install 'buddylib[dl]'") from exc
     try:
         obj = torch.load(p, map_location="cpu", weights_only=True)
-    except Exception as exc:  # torch raises RuntimeError, pickle errors, EOFError...
+    except Exception as exc:  # torch raises RuntimeError, pickle errors, EOFError, RecursionError...
         raise ValueError(f"{p}: not a readable PyTorch checkpoint ({type(exc).__name__}: "
                          f"{_first_line(exc)})") from exc
     out = []
-    for name, t in _tensors(obj):
-        if t.numel() == 0:
-            continue
-        raw = t.detach().contiguous().reshape(-1).view(torch.uint8).numpy()
-        out.append(Allocation.from_array(_name(prefix, name), raw, dtype=str(t.dtype).removeprefix("torch."),
-                                         shape=tuple(t.shape)))
+    for name, t in _tensors(p, obj):
+        for part, raw in _tensor_memory(p, name, t):
+            if raw.numel():
+                out.append(Allocation.from_array(
+                    _name(prefix, part), raw.detach().contiguous().reshape(-1).view(torch.uint8).numpy(),
+                    dtype=str(raw.dtype).removeprefix("torch."), shape=tuple(raw.shape)))
     return out
 
 
-def _tensors(obj: Any, name: str = "") -> list[tuple[str, Any]]:
-    """(dotted name, tensor) for every tensor in nested dicts/lists (state dicts, optimizers)."""
+def _tensor_memory(p: Path, name: str, t: Any) -> list[tuple[str, Any]]:
+    """The buffers a tensor holds in memory: itself when dense; indices and values when sparse."""
     import torch
 
-    if isinstance(obj, torch.Tensor):
-        return [(name or "tensor", obj)]
-    items: Any = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list | tuple) else ()
-    out = []
-    for k, v in items:
-        out.extend(_tensors(v, f"{name}.{k}" if name else str(k)))
+    if t.is_meta:
+        raise ValueError(f"{p}: tensor {name!r} is on the meta device: it has a shape {tuple(t.shape)} but no data")
+    if t.layout == torch.strided:
+        return [(name, t.int_repr() if t.is_quantized else t)]
+    if t.layout == torch.sparse_coo:
+        return [(f"{name}.indices", t._indices()), (f"{name}.values", t._values())]
+    if t.layout in (torch.sparse_csr, torch.sparse_bsr):
+        return [(f"{name}.crow_indices", t.crow_indices()), (f"{name}.col_indices", t.col_indices()),
+                (f"{name}.values", t.values())]
+    if t.layout in (torch.sparse_csc, torch.sparse_bsc):
+        return [(f"{name}.ccol_indices", t.ccol_indices()), (f"{name}.row_indices", t.row_indices()),
+                (f"{name}.values", t.values())]
+    raise ValueError(f"{p}: tensor {name!r} has layout {t.layout}, which is not read")
+
+
+def _tensors(p: Path, obj: Any) -> list[tuple[str, Any]]:
+    """(dotted name, tensor) for every tensor in nested dicts/lists (state dicts, optimizers), depth-first
+    without recursion, refusing nesting deeper than :data:`MAX_DEPTH`."""
+    import torch
+
+    out, stack = [], [("", obj, 0)]
+    while stack:
+        name, node, depth = stack.pop()
+        if isinstance(node, torch.Tensor):
+            out.append((name or "tensor", node))
+            continue
+        items = list(node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list | tuple)
+                     else ())
+        if items and depth >= MAX_DEPTH:
+            raise ValueError(f"{p}: containers nested deeper than {MAX_DEPTH} levels (at {name!r})")
+        stack.extend((f"{name}.{k}" if name else str(k), v, depth + 1) for k, v in reversed(items))
     return out
+
+
+class _ZarrChunks:
+    """A zarr array as dask reads it, naming the store, array and chunk in any read error."""
+
+    def __init__(self, arr: Any, where: str):
+        self.arr, self.where = arr, where
+        self.shape, self.dtype, self.ndim = arr.shape, arr.dtype, arr.ndim
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        try:
+            return self.arr[key]
+        except Exception as exc:  # codec errors (a BPC checksum), missing or damaged chunk files
+            at = ", ".join(f"{k.start}:{k.stop}" if isinstance(k, slice) else str(k)
+                           for k in (key if isinstance(key, tuple) else (key,)))
+            raise ValueError(f"{self.where}, chunk [{at}]: cannot be read ({type(exc).__name__}: "
+                             f"{_first_line(exc)})") from exc
 
 
 def _zarr(p: Path, prefix: str) -> list[Allocation]:
@@ -215,16 +351,30 @@ def _zarr(p: Path, prefix: str) -> list[Allocation]:
 
     try:
         node = zarr.open(str(p), mode="r")
+        arrays = [(p.stem, node)] if isinstance(node, zarr.Array) else \
+            sorted(((k, v) for k, v in node.members(max_depth=None) if isinstance(v, zarr.Array)),
+                   key=lambda kv: kv[0])
     except Exception as exc:  # zarr raises several types for damaged stores
         raise ValueError(f"{p}: not a readable zarr store ({type(exc).__name__}: {_first_line(exc)})") from exc
-    arrays = [(p.stem, node)] if isinstance(node, zarr.Array) else \
-        sorted(((k, v) for k, v in node.members(max_depth=None) if isinstance(v, zarr.Array)), key=lambda kv: kv[0])
     out = []
     for key, arr in arrays:
-        if arr.dtype.kind in "OU" or arr.size == 0:
-            raise ValueError(f"{p}: array {key!r} is empty or holds text/objects (dtype {arr.dtype})")
-        out.append(Allocation.from_array(_name(prefix, key), da.from_zarr(arr)))
+        _check_dtype(p, np.dtype(arr.dtype), f"array {key!r}")
+        if arr.size == 0:
+            continue
+        d = da.from_array(_ZarrChunks(arr, f"{p}: array {key!r}"), chunks=arr.chunks, asarray=True, lock=False)
+        if d.dtype.newbyteorder("<") != d.dtype:
+            d = d.astype(d.dtype.newbyteorder("<"))
+        out.append(Allocation.from_array(_name(prefix, key), d))
     return out
+
+
+def human_bytes(n: float) -> str:
+    """``n`` bytes the way people read them: '3.0 MiB'."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n}"
 
 
 def _first_line(exc: BaseException) -> str:

@@ -49,12 +49,22 @@ def test_npy(tmp_path, key):
         assert f.read() == arr.tobytes()
 
 
-def test_npy_fortran_order_reads_the_file_bytes(tmp_path):
-    arr = np.asfortranarray(np.arange(12.0).reshape(3, 4))
-    np.save(tmp_path / "f.npy", arr)
-    [alloc] = readers.read(tmp_path / "f.npy")
-    assert alloc.shape == (3, 4) and alloc.dtype == "float64"
-    assert _bytes(alloc) == arr.tobytes(order="F")
+def test_one_memory_order_and_byte_order_for_every_format(tmp_path):
+    """An array's bytes are its elements in logical C order, little-endian, whatever the file holds."""
+    import zarr
+
+    arr = np.arange(12.0).reshape(3, 4)
+    np.save(tmp_path / "f.npy", np.asfortranarray(arr))
+    np.save(tmp_path / "b.npy", arr.astype(">f8"))
+    np.savez(tmp_path / "z.npz", f=np.asfortranarray(arr), b=arr.astype(">f8"))
+    arr.astype(">f8").tofile(tmp_path / "raw.bin")
+    zarr.open_array(str(tmp_path / "s.zarr"), mode="w", shape=arr.shape, dtype=">f8", zarr_format=2,
+                    order="F")[:] = arr
+    allocs = [*readers.read(tmp_path / "f.npy"), *readers.read(tmp_path / "b.npy"), *readers.read(tmp_path / "z.npz"),
+              *readers.read(tmp_path / "raw.bin", dtype=">f8", shape=(3, 4)), *readers.read(tmp_path / "s.zarr")]
+    assert len(allocs) == 6
+    for a in allocs:
+        assert (a.shape, a.dtype, _bytes(a)) == ((3, 4), "float64", arr.tobytes()), a.name
 
 
 def test_npy_prefix(tmp_path):
@@ -183,7 +193,7 @@ def test_checkpoint_without_torch(tmp_path, suffix, monkeypatch):
 
 
 def test_errors_start_with_the_path(tmp_path):
-    np.save(tmp_path / "e.npy", np.zeros(0, np.float32))
+    np.save(tmp_path / "e.npy", np.zeros(0, np.float32))  # empty arrays are skipped: nothing is left
     (tmp_path / "junk.npy").write_bytes(b"hello world" * 10)
     (tmp_path / "x.txt").write_bytes(b"abc")
     (tmp_path / "d.npy").mkdir()
