@@ -13,6 +13,7 @@ notebooks only select and plot.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numba
@@ -30,6 +31,8 @@ from buddylib.snapshot import Allocation, Snapshot, snapshot_from_arrays
 MiB = 1 << 20
 DEFAULT_COMPRESSORS = ("bpc32", "bpc64", "bdi", "fpc", "zvc")
 CHUNK_BYTES = 64 * MiB
+#: Marks a result of :func:`analyze` (``attrs["source"]``), so ``--out`` knows what it may replace.
+RESULT_SOURCE = "buddylib.analysis.analyze"
 
 
 def as_snapshots(data: Any) -> list[Snapshot]:
@@ -37,6 +40,8 @@ def as_snapshots(data: Any) -> list[Snapshot]:
     if isinstance(data, Snapshot):
         return [data]
     if isinstance(data, Mapping):
+        if not data:
+            raise ValueError("nothing to analyse: no arrays given")
         return [snapshot_from_arrays(data)]
     if isinstance(data, Sequence) and data and all(isinstance(d, Snapshot) for d in data):
         return list(data)
@@ -97,7 +102,7 @@ def sector_histograms(snapshots: Sequence[Snapshot], compressors: Sequence[str] 
     one weight per entry; equal to ``entries`` where no weights are given). With
     ``client`` (a ``dask.distributed.Client``) or dask-array data, chunks run as dask tasks.
     """
-    compressors = _check_compressors(compressors)
+    compressors = check_compressors(compressors)
     names = _allocation_names(snapshots)
     index = {n: i for i, n in enumerate(names)}
     hist = np.zeros((len(snapshots), len(names), len(compressors), 2, SECTORS_PER_ENTRY + 1))
@@ -196,13 +201,16 @@ def _allocation_names(snapshots: Sequence[Snapshot]) -> list[str]:
     return list(names)
 
 
-def _check_compressors(compressors: Sequence[str] | str) -> list[str]:
+def check_compressors(compressors: Sequence[str] | str) -> list[str]:
+    """Compressor names as a list; ``ValueError`` for none, an unknown one or one given twice."""
     compressors = [compressors] if isinstance(compressors, str) else list(compressors)
     if not compressors:
         raise ValueError("compressors: at least one is needed; available: " + ", ".join(compressor_names()))
-    for c in compressors:
+    for i, c in enumerate(compressors):
         if c not in compressor_names():
             raise ValueError(f"unknown compressor {c!r}; available: {', '.join(compressor_names())}")
+        if c in compressors[:i]:
+            raise ValueError(f"compressor {c!r} is given twice")
     return compressors
 
 
@@ -242,12 +250,14 @@ def analyze(data: Any, compressors: Sequence[str] = DEFAULT_COMPRESSORS,
     >>> float(ds.effective_ratio.sel(compressor="bpc32", threshold=0.3).item())
     3.9384615384615387
     """
-    compressors = _check_compressors(compressors)
+    compressors = check_compressors(compressors)
     thresholds = layout.check_threshold(thresholds)
     targets = layout.check_targets(targets)
     if policy not in layout.POLICIES:
         raise ValueError(f"unknown policy {policy!r}; available: {', '.join(layout.POLICIES)}")
     snapshots = as_snapshots(data)
+    if not any(s.allocations for s in snapshots):
+        raise ValueError("nothing to analyse: the snapshots hold no allocations")
     hist = sector_histograms(snapshots, compressors, zero_flag, access, client, chunk_bytes, progress,
                              worker_threads)
     return summarize(hist, snapshots, thresholds, targets, policy, zero_flag)
@@ -359,7 +369,7 @@ def summarize(hist: xr.DataArray, snapshots: Sequence[Snapshot], thresholds: np.
     ds.target.attrs.update(units="1", description="target compression ratio r (device share 128/r bytes)")
     ds.attrs.update(policy=policy, zero_flag=int(zero_flag), entry_bytes=ENTRY_BYTES, sector_bytes=SECTOR_BYTES,
                     metadata_bits_per_entry=layout.METADATA_BITS_PER_ENTRY,
-                    source="buddylib.analysis.analyze (SPEC §3)")
+                    source=f"{RESULT_SOURCE} (SPEC §3)")
     return ds
 
 
@@ -379,16 +389,13 @@ def _allocation_table(snapshots: Sequence[Snapshot], names: list[str]) -> dict[s
 
 def allocation_table(ds: xr.Dataset, compressor: str | None = None, threshold: float | None = None,
                      snapshot: int = -1) -> pd.DataFrame:
-    """One row per allocation of one snapshot, and a ``TOTAL`` row: what ``buddy analyze`` prints.
+    """One row per allocation of one snapshot: what ``buddy analyze`` prints (its totals: :func:`total_row`).
 
     Columns: kind, dtype, bytes, ideal ratio per compressor, and for ``compressor`` at
     ``threshold``: chosen target, overflow (%), device bytes, buddy bytes and the effective
-    ratio, bytes / (device + metadata bytes); the TOTAL row's is the snapshot's.
+    ratio, bytes / (device + metadata bytes).
     """
-    compressor = compressor or str(ds.compressor.values[0])
-    threshold = float(ds.threshold.values[0]) if threshold is None else threshold
-    s = ds.isel(snapshot=snapshot)
-    s = s.isel(allocation=np.flatnonzero(s.allocation_bytes.values > 0))
+    compressor, threshold, s = _table_at(ds, compressor, threshold, snapshot)
     at = {"compressor": compressor, "threshold": threshold}
     table = pd.DataFrame({"kind": s.kind.values, "dtype": s.dtype.values, "bytes": s.allocation_bytes.values},
                          index=pd.Index(s.allocation.values, name="allocation"))
@@ -399,7 +406,18 @@ def allocation_table(ds: xr.Dataset, compressor: str | None = None, threshold: f
     table["device bytes"] = s.device_bytes.sel(**at).values
     table["buddy bytes"] = s.buddy_bytes.sel(**at).values
     table["effective"] = s.allocation_bytes.values / (table["device bytes"] + s.metadata_bytes.values)
-    total = {"kind": "", "dtype": "", "bytes": int(s.allocation_bytes.sum())}
+    return table
+
+
+def total_row(ds: xr.Dataset, compressor: str | None = None, threshold: float | None = None,
+              snapshot: int = -1) -> pd.Series:
+    """The snapshot's totals, with :func:`allocation_table`'s columns; device bytes include the metadata.
+
+    Kept apart from the allocations' rows: an allocation may be called anything, "TOTAL" included.
+    """
+    compressor, threshold, s = _table_at(ds, compressor, threshold, snapshot)
+    at = {"compressor": compressor, "threshold": threshold}
+    total: dict[str, Any] = {"kind": "", "dtype": "", "bytes": int(s.allocation_bytes.sum())}
     for c in s.compressor.values:
         total[f"ideal {c}"] = float(s.ideal_ratio_total.sel(compressor=c))
     total["target"] = np.nan
@@ -408,5 +426,23 @@ def allocation_table(ds: xr.Dataset, compressor: str | None = None, threshold: f
     total["device bytes"] = float(s.device_bytes.sel(**at).sum() + s.metadata_bytes.sum())
     total["buddy bytes"] = float(s.buddy_bytes.sel(**at).sum())
     total["effective"] = float(s.effective_ratio.sel(**at))
-    table.loc["TOTAL"] = pd.Series(total)
-    return table
+    return pd.Series(total, name="TOTAL")
+
+
+def _table_at(ds: xr.Dataset, compressor: str | None, threshold: float | None,
+              snapshot: int) -> tuple[str, float, xr.Dataset]:
+    compressor = compressor or str(ds.compressor.values[0])
+    threshold = float(ds.threshold.values[0]) if threshold is None else threshold
+    s = ds.isel(snapshot=snapshot)
+    return compressor, threshold, s.isel(allocation=np.flatnonzero(s.allocation_bytes.values > 0))
+
+
+def is_result(path: str | Path) -> bool:
+    """Whether ``path`` is a result :func:`analyze` made and ``buddy analyze --out`` wrote (netCDF or zarr)."""
+    path = Path(path)
+    try:
+        kw = {"engine": "zarr", "consolidated": False} if path.suffix == ".zarr" else {}
+        with xr.open_dataset(path, **kw) as ds:
+            return str(ds.attrs.get("source", "")).startswith(RESULT_SOURCE)
+    except Exception:  # not netCDF or zarr at all
+        return False

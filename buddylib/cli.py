@@ -40,21 +40,23 @@ def _analyze(args: argparse.Namespace) -> int:
 
     from buddylib import analysis, readers
     from buddylib.compressors import names as compressor_names
+    from buddylib.readers import human_bytes
     from buddylib.snapshot import Snapshot
 
     shape = _parse_shape(args.shape) if args.shape else None
     if shape is not None and args.dtype is None:
         raise ValueError("--shape needs --dtype (it describes a raw dump)")
-    if args.out and Path(args.out).suffix not in (".nc", ".zarr"):
-        raise ValueError(f"--out {args.out}: the result file must end in .nc (netCDF) or .zarr")
-    if args.out and not Path(args.out).absolute().parent.is_dir():
-        raise ValueError(f"--out {args.out}: folder {Path(args.out).parent} does not exist")
+    analysis.check_compressors(args.compressor)
+    out = Path(args.out) if args.out else None
+    if out is not None:
+        _check_out(out, [Path(p) for p in args.paths])
     run = _saved_run(args.paths) if args.dtype is None else None
     if run is None:
         allocations = []
-        for path in args.paths:
-            prefix = f"{Path(path).name}:" if len(args.paths) > 1 else ""
-            allocations.extend(readers.read(path, dtype=args.dtype, shape=shape, prefix=prefix))
+        for path, label in zip(args.paths, _labels(args.paths), strict=True):
+            prefix = f"{label}:" if len(args.paths) > 1 else ""
+            allocations.extend(readers.read(path, dtype=args.dtype, shape=shape, prefix=prefix,
+                                            max_bytes=args.max_bytes))
         snapshots = [Snapshot("user", allocations)]
     else:
         snapshots = run
@@ -74,22 +76,62 @@ def _analyze(args: argparse.Namespace) -> int:
         if client is not None:
             client.close()
     table = analysis.allocation_table(ds, compressor=args.compressor[0], threshold=args.threshold)
+    total = analysis.total_row(ds, compressor=args.compressor[0], threshold=args.threshold)
     if args.json:
         print(json.dumps({"compressor": args.compressor[0], "threshold": args.threshold, "policy": args.policy,
-                          "allocations": [_json_row(r) for r in
-                                          table.drop(index="TOTAL").reset_index().to_dict(orient="records")],
-                          "total": _json_row(table.loc["TOTAL"].to_dict())}, indent=1, allow_nan=False))
+                          "allocations": [_json_row(r) for r in table.reset_index().to_dict(orient="records")],
+                          "total": _json_row(total.to_dict())}, indent=1, allow_nan=False))
     else:
-        print(_format_table(table))
-        total = table.loc["TOTAL"]
+        print(_format_table(table, total))
         print(f"\neffective ratio {total['effective']:.3f}x with {args.compressor[0]} "
               f"(buddy threshold {args.threshold:g}, {args.policy} policy); ideal ratio "
-              f"{total['ideal ' + args.compressor[0]]:.3f}x; device {_human(total['device bytes'])}"
-              f" (incl. metadata), buddy {_human(total['buddy bytes'])} for {_human(total['bytes'])} of data")
-    if args.out:
-        _write_dataset(ds, Path(args.out))
-        print(f"wrote {args.out}", file=sys.stderr)
+              f"{total['ideal ' + args.compressor[0]]:.3f}x; device {human_bytes(total['device bytes'])}"
+              f" (incl. metadata), buddy {human_bytes(total['buddy bytes'])} for {human_bytes(total['bytes'])} of data")
+    if out is not None:
+        _write_dataset(ds, out)
+        print(f"wrote {out}", file=sys.stderr)
     return 0
+
+
+def _labels(paths: list[str]) -> list[str]:
+    """A label per input: its file name, or as many trailing path parts as tell it apart from the others
+    (``a/x.npy`` and ``b/x.npy``); the same file twice is an error."""
+    full = [Path(p).absolute() for p in paths]
+    for i, f in enumerate(full):
+        if f in full[:i]:
+            raise ValueError(f"{paths[i]}: given twice")
+    depth = [1] * len(full)
+    while True:
+        labels = ["/".join(f.parts[-d:]) for f, d in zip(full, depth, strict=True)]
+        clash = {i for i, lab in enumerate(labels) if labels.count(lab) > 1}
+        if not clash:
+            return labels
+        for i in clash:
+            depth[i] += 1
+
+
+def _check_out(out: Path, inputs: list[Path]) -> None:
+    """``--out`` never destroys what this tool did not write, nor an input."""
+    from buddylib import analysis
+
+    if out.suffix not in (".nc", ".zarr"):
+        raise ValueError(f"--out {out}: the result file must end in .nc (netCDF) or .zarr")
+    if not out.absolute().parent.is_dir():
+        raise ValueError(f"--out {out}: folder {out.parent} does not exist")
+    target = out.resolve()
+    for p in inputs:
+        src = p.resolve()
+        if target == src or src.is_relative_to(target) or target.is_relative_to(src):
+            raise ValueError(f"--out {out}: is (or holds, or lies inside) the input {p}; write the result elsewhere")
+    if not (out.exists() or out.is_symlink()):
+        return
+    if out.is_dir() != (out.suffix == ".zarr") or not out.exists():
+        kind = "a folder" if out.is_dir() else "a file" if out.exists() else "a dangling link"
+        raise ValueError(f"--out {out}: exists and is {kind}, not a result buddy analyze wrote; remove it or "
+                         "choose another name")
+    if not analysis.is_result(out):
+        raise ValueError(f"--out {out}: exists and is not a result buddy analyze wrote; remove it or choose "
+                         "another name")
 
 
 def _saved_run(paths: list[str]) -> list | None:
@@ -157,23 +199,21 @@ def _write_dataset(ds, out: Path) -> None:
         shutil.rmtree(tmpdir, ignore_errors=True)
 
 
-def _human(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n}"
+def _format_table(table, total) -> str:
+    """The allocations, a rule, and the totals (below the rule, so an allocation named TOTAL is no clash)."""
+    import pandas as pd
 
+    from buddylib.readers import human_bytes
 
-def _format_table(table) -> str:
-    t = table.copy()
+    t = pd.concat([table, total.to_frame("TOTAL").T.rename_axis(table.index.name)])
     for col in ("bytes", "device bytes", "buddy bytes"):
-        t[col] = [_human(v) for v in t[col]]
+        t[col] = [human_bytes(v) for v in t[col]]
     for col in t.columns:
         if col.startswith("ideal") or col in ("target", "effective"):
             t[col] = ["" if v != v else f"{v:.3f}" for v in t[col]]
-    t["overflow %"] = [f"{v:.1f}" for v in t["overflow %"]]
-    return t.to_string()
+    t["overflow %"] = [f"{float(v):.1f}" for v in t["overflow %"]]
+    lines = t.to_string().splitlines()
+    return "\n".join([*lines[:-1], "-" * len(lines[0]), lines[-1]])
 
 
 def _parse_shape(text: str) -> tuple[int, ...]:
@@ -188,6 +228,7 @@ def _parse_shape(text: str) -> tuple[int, ...]:
 
 def _workloads(args: argparse.Namespace) -> int:
     from buddylib import workloads
+    from buddylib.readers import human_bytes
 
     if args.action == "list":
         for name in workloads.names():
@@ -201,7 +242,7 @@ def _workloads(args: argparse.Namespace) -> int:
     for name in names:
         run = workloads.get(name).run(args.scale, seed=args.seed, progress=True)
         path = run.save(args.out)
-        print(f"{name}: {len(run.snapshots)} snapshots, footprint {_human(run.footprint)}, "
+        print(f"{name}: {len(run.snapshots)} snapshots, footprint {human_bytes(run.footprint)}, "
               f"{run.seconds:.1f} s -> {path}")
     return 0
 
@@ -247,6 +288,7 @@ def _parser() -> argparse.ArgumentParser:
 
     from buddylib.analysis import DEFAULT_COMPRESSORS
     from buddylib.layout import DEFAULT_THRESHOLD, POLICIES, TARGETS
+    from buddylib.readers import MAX_BYTES
 
     a = sub.add_parser("analyze", help="capacity a GPU would gain on your arrays, per allocation",
                        description="Read arrays (.npy, .npz, .safetensors, .pt/.pth, zarr, raw dumps "
@@ -267,6 +309,9 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--out", help="also write the full result Dataset (.nc netCDF or .zarr)")
     a.add_argument("--json", action="store_true", help="print JSON instead of a table")
     a.add_argument("--scheduler", metavar="ADDRESS", help="run on an existing dask scheduler (tcp://host:port)")
+    a.add_argument("--max-bytes", type=_size, default=MAX_BYTES, metavar="SIZE",
+                   help="refuse an input declaring more (default 16GiB; e.g. 64GiB, 1TiB): every declared byte, "
+                        "fill values included, is compressed")
     a.set_defaults(func=_analyze)
 
     w = sub.add_parser("workloads", help="list or run the built-in workloads (snapshots into data/)",
@@ -301,6 +346,20 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--regenerate", action="store_true", help="rerun workloads even if their snapshots exist")
     r.set_defaults(func=_reproduce)
     return parser
+
+
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "KIB": 1 << 10, "MIB": 1 << 20,
+          "GIB": 1 << 30, "TIB": 1 << 40, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _size(text: str) -> int:
+    """A size such as 64GiB, 1.5TB or 1000000 (bytes)."""
+    import re
+
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", text)
+    if not m or m.group(2).upper() not in _UNITS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size like 64GiB, 500MB or 1000000")
+    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
 
 
 def _positive_int(text: str) -> int:

@@ -192,10 +192,11 @@ def _text(values: Sequence[str]) -> np.ndarray:
 
 
 def from_dataset(ds: xr.Dataset) -> list[Snapshot]:
-    """Inverse of :func:`to_dataset`."""
+    """Inverse of :func:`to_dataset`; ``ValueError`` naming the allocation where the file contradicts itself."""
     comps = [str(c) for c in ds["compressor"].values]
     sectors = np.asarray(ds["sectors"].values)
     start, count, nbytes = (np.asarray(ds[v].values) for v in ("entry_start", "entry_count", "nbytes"))
+    _check_run(ds, sectors, start, count, nbytes)
     kind, dtype, shape = (np.asarray(ds[v].values).astype(object) for v in ("kind", "dtype", "shape"))
     refs = [str(r) for r in ds["reference"].values]
     ref = np.asarray(ds["reference_bytes"].values)
@@ -219,6 +220,26 @@ def from_dataset(ds: xr.Dataset) -> list[Snapshot]:
         out.append(Snapshot(workload=str(ds["workload"].values[si]), allocations=allocations,
                             step=int(ds["step"].values[si]), time=float(ds["time"].values[si])))
     return out
+
+
+def _check_run(ds: xr.Dataset, sectors: np.ndarray, start: np.ndarray, count: np.ndarray, nbytes: np.ndarray) -> None:
+    """Entry counts that match the sizes, entry ranges inside the sectors, sector counts of 0..4."""
+    from buddylib.entries import SECTORS_PER_ENTRY
+
+    names = [str(n) for n in ds["allocation"].values]
+    expect = -(-nbytes.astype(np.int64) // 128)
+    for si, ai in zip(*np.nonzero((count != expect) | (nbytes < 0)), strict=True):
+        raise ValueError(f"snapshot {si}, allocation {names[ai]!r}: {int(nbytes[si, ai])} bytes but "
+                         f"{int(count[si, ai])} entries (corrupted run)")
+    for si, ai in zip(*np.nonzero((count > 0) & ((start < 0) | (start + count > sectors.shape[-1]))), strict=True):
+        raise ValueError(f"snapshot {si}, allocation {names[ai]!r}: entries {int(start[si, ai])}.."
+                         f"{int(start[si, ai] + count[si, ai])} lie outside the {sectors.shape[-1]} recorded "
+                         "(corrupted run)")
+    bad = np.argwhere(sectors > SECTORS_PER_ENTRY)
+    if bad.size:
+        ci, e = bad[0]
+        raise ValueError(f"entry {int(e)}: {int(sectors[ci, e])} sectors of {ds['compressor'].values[ci]} (at most "
+                         f"{SECTORS_PER_ENTRY}; corrupted run)")
 
 
 def _common_compressors(snapshots: Sequence[Snapshot]) -> list[str]:
@@ -274,7 +295,13 @@ def load(path: str | os.PathLike) -> list[Snapshot]:
             raise ValueError(f"{path}: not a run saved by this buddylib (format {ds.attrs.get('format')!r}, "
                              f"expected {FORMAT!r}; runs saved before 2026-12 keep one group per snapshot: "
                              "regenerate them)")
-        return from_dataset(ds.load())
+        missing = {"sectors", "entry_start", "entry_count", "nbytes", "kind", "dtype", "shape"} - set(ds.variables)
+        if missing:
+            raise ValueError(f"{path}: a run without {', '.join(sorted(missing))} (corrupted run)")
+        try:
+            return from_dataset(ds.load())
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
 
 
 def is_saved_run(path: str | os.PathLike) -> bool:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from buddylib.analysis import allocation_table, analyze
+from buddylib.analysis import allocation_table, analyze, total_row
 from buddylib.snapshot import Allocation, Snapshot
 
 RNG = np.random.default_rng(11)
@@ -113,8 +113,20 @@ def test_bad_parameters() -> None:
 
 def test_allocation_table() -> None:
     ds = analyze(ARRAYS, thresholds=[0.3])
-    t = allocation_table(ds)
-    assert list(t.index) == ["zeros", "ramp", "noise", "TOTAL"]
-    assert t.loc["TOTAL", "bytes"] == 3 * 16384
+    t, total = allocation_table(ds), total_row(ds)
+    assert list(t.index) == ["zeros", "ramp", "noise"]
+    assert total["bytes"] == 3 * 16384 == t["bytes"].sum()
     effective = ds.effective_ratio.sel(compressor="bpc32", threshold=0.3).item()
-    assert t.loc["TOTAL", "effective"] == pytest.approx(effective)
+    assert total["effective"] == pytest.approx(effective)
+    # an allocation may be called TOTAL: it is a row like any other, the totals stay apart
+    named = analyze({"TOTAL": ARRAYS["noise"], "zeros": ARRAYS["zeros"]}, thresholds=[0.3])
+    t, total = allocation_table(named), total_row(named)
+    assert list(t.index) == ["TOTAL", "zeros"] and t.loc["TOTAL", "bytes"] == 16384
+    assert total["bytes"] == 2 * 16384
+
+
+def test_nothing_or_twice_is_an_error() -> None:
+    with pytest.raises(ValueError, match="nothing to analyse"):
+        analyze({})
+    with pytest.raises(ValueError, match="compressor 'bpc32' is given twice"):
+        analyze(ARRAYS, compressors=["bpc32", "bdi", "bpc32"])

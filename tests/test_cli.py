@@ -207,7 +207,7 @@ def test_table(capsys, files):
     lines = out.splitlines()
     for c in ("bpc32", "bpc64", "bdi", "fpc", "zvc"):
         assert f"ideal {c}" in lines[0]
-    rows = {ln.split()[0]: ln.split() for ln in lines[2:] if ln.strip() and not ln.startswith("effective")}
+    rows = {ln.split()[0]: ln.split() for ln in lines[2:] if ln.strip() and not ln.startswith(("effective", "---"))}
     assert set(rows) == {a["allocation"] for a in doc["allocations"]} | {"TOTAL"}
     # every allocation's printed ideal ratios and effective ratio are the JSON's numbers, rounded
     for a in doc["allocations"]:
