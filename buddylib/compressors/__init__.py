@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from buddylib.compressors import registry
+from buddylib.compressors import codec, registry  # codec: registers the numcodecs codec buddylib.bpc
 from buddylib.compressors.abc import Compressor, sectors_from_bits
 from buddylib.compressors.bdi import BDI
 from buddylib.compressors.bpc import BPC
@@ -48,6 +48,6 @@ def sectors(data: object, compressor: str = "bpc32", zero_flag: bool = True) -> 
 
 
 __all__ = [
-    "BDI", "BPC", "FPC", "ZVC", "Compressor", "bits", "get", "names", "reference_bytes",
+    "BDI", "BPC", "FPC", "ZVC", "Compressor", "bits", "codec", "get", "names", "reference_bytes",
     "registry", "sectors", "sectors_from_bits",
 ]

@@ -13,7 +13,14 @@ Three paths share one plane traversal:
   entry, entries packed one after another on byte boundaries, with a uint16 length (bits)
   per entry as metadata;
 * ``encode`` / ``decode``: a self-describing byte stream (header, lengths, codes, CRC-32 of
-  the data) for whole buffers; :class:`BPCCodec` exposes it as a numcodecs codec.
+  the data) for whole buffers; :mod:`buddylib.compressors.codec` exposes it as a numcodecs
+  and a zarr v3 codec.
+
+Every kernel exists twice: ``parallel=True`` (the default, for one large buffer) and a serial
+copy that releases the GIL (``BPC(width, parallel=False)``), for callers that parallelise
+across buffers on their own threads, as zarr does across chunks: numba's parallel kernels
+must not be entered from several threads at once (its ``workqueue`` layer aborts the
+interpreter), while the serial copies may.
 
 The decoder accepts exactly the streams the encoder produces: every read is bounds-checked
 against the entry's stated length, and a code that is not the canonical encoding of the
@@ -24,12 +31,11 @@ instead of reading out of bounds or silently returning other data.
 from __future__ import annotations
 
 import struct
+import types
 import zlib
 from typing import Any
 
 import numba as nb
-import numcodecs
-import numcodecs.abc
 import numpy as np
 
 from buddylib.compressors.abc import Compressor
@@ -505,6 +511,32 @@ def _decode_kernel(payload, offsets, lengths, width, out, errors):
             errors[e] = _decode_entry(payload, offsets[e], np.int64(lengths[e]), width, s, p, out, e)
 
 
+def _serial(kernel: Any) -> Any:
+    """The same kernel compiled without ``parallel`` (prange runs as range) and without the GIL.
+
+    It is compiled from a renamed copy of the Python function because numba's on-disk cache
+    keys an entry by the function's name and bytecode, not by its compile flags: a plain
+    ``njit(cache=True)(kernel.py_func)`` would share (and load) the parallel kernel's entry.
+    """
+    f = kernel.py_func
+    name = f"{f.__name__}_serial"
+    g = types.FunctionType(f.__code__, f.__globals__, name, f.__defaults__, f.__closure__)
+    g.__qualname__ = name
+    g.__module__ = f.__module__
+    g.__doc__ = f"Serial, GIL-free copy of :func:`{f.__name__}`."
+    return nb.njit(cache=True, nogil=True)(g)
+
+
+_bits_kernel_serial = _serial(_bits_kernel)
+_encode_kernel_serial = _serial(_encode_kernel)
+_decode_kernel_serial = _serial(_decode_kernel)
+# (bits, encode, decode) kernels, by the ``parallel`` flag of BPC
+_KERNELS = {
+    True: (_bits_kernel, _encode_kernel, _decode_kernel),
+    False: (_bits_kernel_serial, _encode_kernel_serial, _decode_kernel_serial),
+}
+
+
 # ---------------------------------------------------------------------------------------
 # Python API
 # ---------------------------------------------------------------------------------------
@@ -523,22 +555,27 @@ class BPC(Compressor):
     array([15, 23], dtype=uint16)
     >>> bytes(bpc.decode(bpc.encode(x))) == x.tobytes()
     True
+
+    ``parallel=False`` runs serial kernels that release the GIL: the same results, safe to
+    call from several threads at once (numba's parallel kernels are not, under its
+    ``workqueue`` threading layer).
     """
 
-    def __init__(self, width: int = 32):
+    def __init__(self, width: int = 32, *, parallel: bool = True):
         self._p = _Params(width)
         self.width = width
+        self.parallel = bool(parallel)
         self.name = f"bpc{width}"  # type: ignore[misc]
         self.max_bits = self._p.max_bits  # type: ignore[misc]
 
     def __repr__(self) -> str:
-        return f"BPC(width={self.width})"
+        return f"BPC(width={self.width})" if self.parallel else f"BPC(width={self.width}, parallel=False)"
 
     def _words(self, entries: np.ndarray) -> np.ndarray:
         return entries.view(np.uint32 if self.width == 32 else np.uint64)
 
     def _bits(self, entries: np.ndarray) -> np.ndarray:
-        return _bits_kernel(self._words(entries), self.width)
+        return _KERNELS[self.parallel][0](self._words(entries), self.width)
 
     def encode_entries(self, data: object) -> tuple[np.ndarray, np.ndarray]:
         """Encode every entry: ``(lengths, payload)``.
@@ -549,10 +586,11 @@ class BPC(Compressor):
         """
         entries = as_entries(data)
         words = self._words(entries)
-        lengths = _bits_kernel(words, self.width)
+        bits_kernel, encode_kernel, _ = _KERNELS[self.parallel]
+        lengths = bits_kernel(words, self.width)
         offsets = _offsets(lengths)
         payload = np.empty(int(offsets[-1]), dtype=np.uint8)
-        bad = _encode_kernel(words, self.width, offsets, payload, lengths)
+        bad = encode_kernel(words, self.width, offsets, payload, lengths)
         if bad:  # the two traversals disagree: a bug, never a data condition
             raise AssertionError(f"BPC encoder and size path disagree on {bad} entries")
         return lengths, payload
@@ -584,7 +622,7 @@ class BPC(Compressor):
                              f"entry's code (lengths and payload do not match)")
         out = np.empty((lengths.size, ENTRY_BYTES), dtype=np.uint8)
         errors = np.zeros(lengths.size, dtype=np.uint8)
-        _decode_kernel(payload, offsets, lengths, self.width, self._words(out), errors)
+        _KERNELS[self.parallel][2](payload, offsets, lengths, self.width, self._words(out), errors)
         bad = np.flatnonzero(errors)
         if bad.size:
             e = int(bad[0])
@@ -629,26 +667,6 @@ class BPC(Compressor):
 
     def get_config(self) -> dict[str, Any]:
         return {"id": self.name}
-
-
-class BPCCodec(numcodecs.abc.Codec):
-    """numcodecs/zarr codec around :meth:`BPC.encode` (``{"id": "buddylib.bpc", "width": 32}``)."""
-
-    codec_id = "buddylib.bpc"
-
-    def __init__(self, width: int = 32):
-        self.width = width
-        self._bpc = BPC(width)
-
-    def encode(self, buf: object) -> bytes:
-        return self._bpc.encode(buf)
-
-    def decode(self, buf: object, out: object = None) -> object:
-        data = self._bpc.decode(buf)
-        return numcodecs.compat.ndarray_copy(np.frombuffer(data, dtype=np.uint8), out)
-
-
-numcodecs.register_codec(BPCCodec)
 
 
 def _offsets(lengths: np.ndarray) -> np.ndarray:

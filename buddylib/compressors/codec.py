@@ -1,0 +1,122 @@
+"""BPC as a numcodecs codec and as a zarr v3 bytes-to-bytes codec.
+
+The stream is :meth:`BPC.encode`'s, of the buffer's bytes as they lie in memory (a
+Fortran-ordered array is encoded in Fortran order, as numcodecs' own codecs do, so that
+zarr format 2 arrays with ``order="F"`` round-trip). Both adapters run BPC's serial,
+GIL-free kernels: zarr decodes chunks on several threads, and numba's parallel kernels must
+not be entered from several threads at once.
+
+Both are registered through entry points (``numcodecs.codecs`` and ``zarr.codecs`` in
+pyproject.toml), so a store written with them opens in a fresh process without
+``import buddylib``:
+
+>>> import numpy as np, numcodecs
+>>> codec = numcodecs.get_codec({"id": "buddylib.bpc", "width": 64})
+>>> x = np.linspace(0, 1, 1000)
+>>> bool((np.frombuffer(codec.decode(codec.encode(x)), dtype=x.dtype) == x).all())
+True
+>>> BPCZarrCodec(width=64).to_dict()
+{'name': 'buddylib.bpc', 'configuration': {'width': 64}}
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Self
+
+import numcodecs
+import numcodecs.abc
+import numpy as np
+from numcodecs.compat import ensure_contiguous_ndarray
+from zarr.abc.codec import BytesBytesCodec
+from zarr.core.buffer.cpu import as_numpy_array_wrapper
+from zarr.core.common import JSON, parse_named_configuration
+
+from buddylib.compressors.bpc import BPC
+
+if TYPE_CHECKING:
+    from zarr.core.array_spec import ArraySpec
+    from zarr.core.buffer import Buffer
+
+CODEC_ID = "buddylib.bpc"
+
+
+def _width(width: object) -> int:
+    """The word width as an int, or a one-line ValueError (configs come from JSON)."""
+    if isinstance(width, bool) or not isinstance(width, int | np.integer) or width not in (32, 64):
+        raise ValueError(f"BPC width must be 32 or 64, got {width!r}")
+    return int(width)
+
+
+class BPCCodec(numcodecs.abc.Codec):
+    """numcodecs codec: ``{"id": "buddylib.bpc", "width": 32}`` (or 64).
+
+    Encodes any buffer's bytes in memory order; ``decode`` returns a uint8 array, or fills
+    ``out`` (any contiguous buffer of exactly the decoded size).
+    """
+
+    codec_id = CODEC_ID
+
+    def __init__(self, width: int = 32):
+        self.width = _width(width)
+        self._bpc = BPC(self.width, parallel=False)
+
+    def encode(self, buf: Any) -> bytes:
+        # TypeError for object arrays; datetimes viewed as int64; F order kept as it lies
+        arr = ensure_contiguous_ndarray(buf)
+        return self._bpc.encode(arr.view(np.uint8))
+
+    def decode(self, buf: Any, out: Any = None) -> Any:
+        stream = ensure_contiguous_ndarray(buf).view(np.uint8)
+        dest = None
+        if out is not None:  # checked before decoding: an object array must not be written
+            dest = ensure_contiguous_ndarray(out).view(np.uint8)
+        data = np.frombuffer(self._bpc.decode(stream), dtype=np.uint8)
+        if dest is None:
+            return data
+        if dest.size != data.size:
+            raise ValueError(f"out has {dest.size} bytes but the stream decodes to {data.size}")
+        dest[...] = data
+        return out
+
+
+numcodecs.register_codec(BPCCodec)
+
+
+@dataclass(frozen=True)
+class BPCZarrCodec(BytesBytesCodec):
+    """zarr v3 bytes-to-bytes codec: ``{"name": "buddylib.bpc", "configuration": {"width": 32}}``.
+
+    zarr 3 (format 3) takes codecs of its own kind, not numcodecs ones; this wraps
+    :class:`BPCCodec` the way zarr wraps numcodecs' Zstd.
+    """
+
+    is_fixed_size = False
+
+    width: int = 32
+
+    def __init__(self, *, width: int = 32) -> None:
+        object.__setattr__(self, "width", _width(width))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, JSON]) -> Self:
+        _, configuration = parse_named_configuration(data, CODEC_ID)
+        return cls(**(configuration or {}))  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {"name": CODEC_ID, "configuration": {"width": self.width}}
+
+    @cached_property
+    def _codec(self) -> BPCCodec:
+        return BPCCodec(self.width)
+
+    async def _decode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer:
+        return await asyncio.to_thread(as_numpy_array_wrapper, self._codec.decode, chunk_bytes, chunk_spec.prototype)
+
+    async def _encode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer | None:
+        return await asyncio.to_thread(as_numpy_array_wrapper, self._codec.encode, chunk_bytes, chunk_spec.prototype)
+
+    def compute_encoded_size(self, _input_byte_length: int, _chunk_spec: ArraySpec) -> int:
+        raise NotImplementedError  # variable-length code
