@@ -130,3 +130,24 @@ def test_nothing_or_twice_is_an_error() -> None:
         analyze({})
     with pytest.raises(ValueError, match="compressor 'bpc32' is given twice"):
         analyze(ARRAYS, compressors=["bpc32", "bdi", "bpc32"])
+
+
+def test_threads_never_enter_parallel_kernels_together() -> None:
+    """dask's threads compressing several allocations at once, under numba's workqueue threading layer
+    (what numba uses without OpenMP or TBB): two parallel launches at once aborted the interpreter."""
+    import os
+    import subprocess
+    import sys
+
+    code = """
+import numba, numpy as np, dask.array as da
+from buddylib.analysis import analyze
+arrays = {f"a{i}": da.from_array(np.random.default_rng(i).standard_normal(1 << 20).astype("f4"), chunks=1 << 17)
+          for i in range(6)}
+ds = analyze(arrays, ["bpc32", "bdi"], chunk_bytes=1 << 19, progress=False)
+print(numba.threading_layer(), float(ds.ideal_ratio_total.sel(compressor="bpc32").item()) > 0)
+"""
+    env = {**os.environ, "NUMBA_THREADING_LAYER": "workqueue"}
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["workqueue", "True"]

@@ -18,6 +18,7 @@ codecs are.
 from __future__ import annotations
 
 import abc
+import threading
 from typing import Any, ClassVar
 
 import numba as nb
@@ -26,6 +27,11 @@ import numpy as np
 from buddylib.entries import SECTORS_PER_ENTRY, as_entries
 
 SECTOR_BITS = 256
+#: Held around every launch of a parallel (``prange``) kernel: numba's ``workqueue`` threading layer,
+#: what it falls back to without OpenMP or TBB, aborts the interpreter when two threads enter
+#: parallel code at once (dask's threads analysing several allocations did). Each launch already
+#: uses every core, so taking turns costs little.
+PARALLEL_LAUNCH = threading.RLock()
 
 
 class Compressor(abc.ABC):
@@ -41,7 +47,9 @@ class Compressor(abc.ABC):
 
     def bits(self, data: object) -> np.ndarray:
         """Compressed size in bits of each 128-byte entry of ``data`` (uint16[E])."""
-        return self._bits(as_entries(data))
+        entries = as_entries(data)
+        with PARALLEL_LAUNCH:
+            return self._bits(entries)
 
     def sectors(self, data: object, zero_flag: bool = True) -> np.ndarray:
         """32-byte sectors each entry occupies (uint8[E], 0..4).
@@ -49,7 +57,8 @@ class Compressor(abc.ABC):
         ``zero_flag``: an all-zero entry is marked in metadata and stores 0 sectors.
         """
         entries = as_entries(data)
-        return sectors_from_bits(self._bits(entries), entries, zero_flag)
+        with PARALLEL_LAUNCH:
+            return sectors_from_bits(self._bits(entries), entries, zero_flag)
 
     def get_config(self) -> dict[str, Any]:
         """JSON-able description from which :func:`registry.get` rebuilds this compressor."""
@@ -64,7 +73,8 @@ def sectors_from_bits(bits: np.ndarray, entries: np.ndarray, zero_flag: bool = T
     entries = as_entries(entries)
     if bits.shape != (entries.shape[0],):
         raise ValueError(f"bits has shape {bits.shape}, expected ({entries.shape[0]},) to match entries")
-    return _sectors(bits, entries.view(np.uint64), bool(zero_flag))
+    with PARALLEL_LAUNCH:
+        return _sectors(bits, entries.view(np.uint64), bool(zero_flag))
 
 
 @nb.njit(parallel=True, cache=True)

@@ -38,7 +38,7 @@ from typing import ClassVar
 import numba as nb
 import numpy as np
 
-from buddylib.compressors.abc import Compressor
+from buddylib.compressors.abc import PARALLEL_LAUNCH, Compressor
 from buddylib.entries import as_entries
 
 #: Names of the encoding ids returned by :meth:`BDI.encodings`, by id.
@@ -157,4 +157,6 @@ class BDI(Compressor):
         Reported beside the size because which encoding wins (e.g. many b4d1 entries in
         integer index arrays) explains *why* a workload compresses, not only how much.
         """
-        return _run(as_entries(data))[0]
+        entries = as_entries(data)
+        with PARALLEL_LAUNCH:
+            return _run(entries)[0]

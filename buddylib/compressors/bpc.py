@@ -30,6 +30,7 @@ instead of reading out of bounds or silently returning other data.
 
 from __future__ import annotations
 
+import contextlib
 import struct
 import types
 import zlib
@@ -38,7 +39,7 @@ from typing import Any
 import numba as nb
 import numpy as np
 
-from buddylib.compressors.abc import Compressor
+from buddylib.compressors.abc import PARALLEL_LAUNCH, Compressor
 from buddylib.entries import ENTRY_BYTES, as_entries, n_entries
 
 CHUNK = 256  # entries per parallel work item; scratch buffers are allocated once per chunk
@@ -571,6 +572,10 @@ class BPC(Compressor):
     def __repr__(self) -> str:
         return f"BPC(width={self.width})" if self.parallel else f"BPC(width={self.width}, parallel=False)"
 
+    def _launch(self) -> contextlib.AbstractContextManager:
+        """One parallel launch at a time (``abc.PARALLEL_LAUNCH``); serial kernels need no turn."""
+        return PARALLEL_LAUNCH if self.parallel else contextlib.nullcontext()
+
     def _words(self, entries: np.ndarray) -> np.ndarray:
         return entries.view(np.uint32 if self.width == 32 else np.uint64)
 
@@ -587,10 +592,11 @@ class BPC(Compressor):
         entries = as_entries(data)
         words = self._words(entries)
         bits_kernel, encode_kernel, _ = _KERNELS[self.parallel]
-        lengths = bits_kernel(words, self.width)
-        offsets = _offsets(lengths)
-        payload = np.empty(int(offsets[-1]), dtype=np.uint8)
-        bad = encode_kernel(words, self.width, offsets, payload, lengths)
+        with self._launch():
+            lengths = bits_kernel(words, self.width)
+            offsets = _offsets(lengths)
+            payload = np.empty(int(offsets[-1]), dtype=np.uint8)
+            bad = encode_kernel(words, self.width, offsets, payload, lengths)
         if bad:  # the two traversals disagree: a bug, never a data condition
             raise AssertionError(f"BPC encoder and size path disagree on {bad} entries")
         return lengths, payload
@@ -622,7 +628,8 @@ class BPC(Compressor):
                              f"entry's code (lengths and payload do not match)")
         out = np.empty((lengths.size, ENTRY_BYTES), dtype=np.uint8)
         errors = np.zeros(lengths.size, dtype=np.uint8)
-        _KERNELS[self.parallel][2](payload, offsets, lengths, self.width, self._words(out), errors)
+        with self._launch():
+            _KERNELS[self.parallel][2](payload, offsets, lengths, self.width, self._words(out), errors)
         bad = np.flatnonzero(errors)
         if bad.size:
             e = int(bad[0])
