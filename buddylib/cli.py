@@ -125,8 +125,9 @@ def _check_out(out: Path, inputs: list[Path]) -> None:
             raise ValueError(f"--out {out}: is (or holds, or lies inside) the input {p}; write the result elsewhere")
     if not (out.exists() or out.is_symlink()):
         return
-    if out.is_dir() != (out.suffix == ".zarr") or not out.exists():
-        kind = "a folder" if out.is_dir() else "a file" if out.exists() else "a dangling link"
+    if not (out.is_dir() if out.suffix == ".zarr" else out.is_file()):
+        kind = ("a folder" if out.is_dir() else "a file" if out.is_file() else "not a regular file" if out.exists()
+                else "a dangling link")
         raise ValueError(f"--out {out}: exists and is {kind}, not a result buddy analyze wrote; remove it or "
                          "choose another name")
     if not analysis.is_result(out):

@@ -308,7 +308,7 @@ def is_saved_run(path: str | os.PathLike) -> bool:
     """Whether ``path`` looks like a run :func:`save` wrote (a ``.nc`` file, or a zarr store marked as one)."""
     path = Path(path)
     if path.suffix == ".nc":
-        return True
+        return path.is_file()  # a FIFO named like a run is refused by the readers, not opened here
     if not path.is_dir():
         return False
     import zarr

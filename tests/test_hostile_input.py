@@ -157,6 +157,10 @@ def test_a_fifo_is_refused_not_read(capsys, tmp_path):
     _fails(capsys, tmp_path, [tmp_path / "pipe.npy"], "pipe.npy", "not a regular file")
     os.mkfifo(tmp_path / "dump")
     _fails(capsys, tmp_path, [tmp_path / "dump", "--dtype", "uint8"], "dump", "not a regular file")
+    os.mkfifo(tmp_path / "run.nc")  # named like a saved run, and as --out
+    _fails(capsys, tmp_path, [tmp_path / "run.nc"], "run.nc", "not a regular file")
+    np.save(tmp_path / "x.npy", np.arange(10))
+    _refused(capsys, tmp_path / "x.npy", "--out", tmp_path / "run.nc", needles=("run.nc", "not a regular file"))
 
 
 def test_a_store_declaring_far_more_than_it_holds(capsys, tmp_path):
