@@ -99,7 +99,7 @@ def slowdowns(names: Sequence[str], scale: str | float = "quick", seed: int = 0,
         ds = sweep(ws, gpus=["V100-32GB", "A100-80GB", "H100-80GB", "H200-141GB"], links=list(LINKS),
                    thresholds=[0.1, 0.2, 0.3, 0.4, 0.5], latency_scales=[0.5, 1, 2, 4, 8],
                    metadata_cache_bytes=[4 << 10, 16 << 10, 64 << 10, 256 << 10],
-                   outstanding=[1280, 2560, 5120, 10240, 20480])
+                   outstanding=[1280, 2560, 5120, 10240, 20480], bandwidth_credit=[False, True])
         eff = analyze(ws.snapshots, [ws.compressor], thresholds=[threshold], progress=False)
         ratio = float(eff.effective_ratio.isel(snapshot=-1).item())
         # UM oversubscribed by Buddy's gain; where Buddy gains nothing, nothing is oversubscribed

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from buddylib.snapshot import Allocation, Snapshot
-from buddylib.timing import Params, Workset, gpu, link, sweep, traffic, um_slowdown
+from buddylib.timing import LINKS, Params, Workset, gpu, link, sweep, traffic, um_slowdown
 from buddylib.timing.caches import page_faults, set_associative_hits
 from buddylib.timing.model import _metadata_misses, kernel_times, targets_for
 from buddylib.workloads import Access, AccessProfile, Kernel
@@ -85,7 +87,8 @@ def test_sweep_dataset() -> None:
     assert (s.sel(threshold=0.0) <= 1.0).all()  # target 1/compressed reads only save bandwidth
     faster = s.sel(threshold=0.5).values
     assert faster[0] > faster[1] > faster[2]  # a faster link slows less
-    assert ds.slowdown.dims == ("gpu", "link", "threshold", "latency_scale", "metadata_cache_bytes", "outstanding")
+    assert ds.slowdown.dims == ("gpu", "link", "threshold", "latency_scale", "metadata_cache_bytes", "outstanding",
+                                "bandwidth_credit")
     assert ds.slowdown.attrs["units"] == "1"
     with pytest.raises(ValueError, match="unknown link preset"):
         sweep(ws, links=["NVLink9"])
@@ -137,3 +140,32 @@ def test_every_preset_value_has_a_source_or_says_it_is_an_assumption() -> None:
     assert all(g.source for g in GPUS.values())
     for lk in LINKS.values():
         assert lk.source and lk.latency_source.startswith("assumption: ")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.floats(0, 1e7), st.integers(0, 10)), min_size=1, max_size=8),
+       st.sampled_from([1.0, 4 / 3, 2.0, 4.0]), st.sampled_from(list(LINKS)), st.floats(0.1, 10),
+       st.integers(1, 20000))
+def test_without_bandwidth_credit_buddy_never_beats_the_ideal_gpu(kernels, target, link_name, scale, flight) -> None:
+    """Property: every accessed entry costing its uncompressed bytes, overflow, metadata misses and link latency
+    can only add time, whatever the sectors, target, link, latency or requests in flight."""
+    sizes = np.array([k[0] for k in kernels])
+    entries = np.array([k[2] for k in kernels], float)
+    share = 128 / target
+    tr = {"baseline_bytes": 128 * entries, "device_bytes": entries * np.minimum(32 * sizes, share),
+          "link_bytes": entries * np.maximum(32 * sizes - share, 0), "flops": np.array([k[1] for k in kernels])}
+    misses = np.array([k[2] % 3 for k in kernels], float)
+    base, buddy = kernel_times(tr, misses, V100, link(link_name), Params(), V100.fp32_flops, scale, flight, False)
+    assert (buddy >= base).all()
+    _, credited = kernel_times(tr, misses, V100, link(link_name), Params(), V100.fp32_flops, scale, flight, True)
+    assert (credited <= buddy).all()  # the credit only ever removes HBM bytes
+
+
+def test_no_fixture_workload_beats_the_ideal_gpu_without_credit() -> None:
+    """The same property on every committed workload, over the whole sweep."""
+    from buddylib import experiments, fixtures, workloads
+
+    names = [n for s in fixtures.SUITES for n in workloads.names(s)]
+    slow = experiments.slowdowns(names, "quick", data=fixtures.FOLDER, progress=False).slowdown
+    assert float(slow.sel(bandwidth_credit=False).min()) >= 1.0
+    assert float(slow.sel(bandwidth_credit=True).min()) < 1.0  # with the credit, some do
