@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import buddylib
 from buddylib import compressors
@@ -11,7 +13,7 @@ from buddylib.compressors.reference import reference_bytes, reference_compress, 
 
 
 def test_names_and_round_trip_of_configs() -> None:
-    assert compressors.names() == ["bpc32", "bpc64", "bdi", "fpc", "zvc"]
+    assert compressors.names() == ["bpc32", "bpc64", "bdi", "fpc", "zvc", "bpc32zvc"]
     for name in compressors.names():
         c = compressors.get(name)
         assert c.name == name
@@ -46,3 +48,16 @@ def test_references_are_real_codecs() -> None:
     assert reference_ratio(x, "lz4") > 1
     with pytest.raises(ValueError, match="unknown reference compressor"):
         reference_bytes(x, "gzip")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(min_size=1, max_size=2048), st.integers(0, 31))
+def test_best_of_bpc_and_zvc_is_the_shorter_code_plus_a_selector(data: bytes, zero_every: int) -> None:
+    words = np.frombuffer(data + bytes(-len(data) % 4), dtype=np.uint32).copy()
+    if zero_every:
+        words[::zero_every] = 0  # scattered zeros, as ReLU leaves them
+    best = compressors.bits(words, "bpc32zvc").astype(int)
+    parts = np.minimum(compressors.bits(words, "bpc32"), compressors.bits(words, "zvc")).astype(int)
+    assert (best == parts + 1).all()
+    assert (compressors.sectors(words, "bpc32zvc") <= np.maximum(compressors.sectors(words, "bpc32"),
+                                                                 compressors.sectors(words, "zvc"))).all()

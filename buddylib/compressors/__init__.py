@@ -13,7 +13,8 @@ array([0, 0], dtype=uint8)
 
 Available: ``bpc32``, ``bpc64`` (Bit-Plane Compression, with a real encoder/decoder),
 ``bdi`` (Base-Delta-Immediate), ``fpc`` (Frequent Pattern Compression), ``zvc``
-(zero-value compression); and the whole-allocation references ``zstd`` and ``lz4`` in
+(zero-value compression), ``bpc32zvc`` (per entry the shorter of BPC-32 and ZVC, beyond the
+paper); and the whole-allocation references ``zstd`` and ``lz4`` in
 :mod:`buddylib.compressors.reference`.
 """
 
@@ -24,6 +25,7 @@ import numpy as np
 from buddylib.compressors import codec, registry  # codec: registers the numcodecs codec buddylib.bpc
 from buddylib.compressors.abc import Compressor, sectors_from_bits
 from buddylib.compressors.bdi import BDI
+from buddylib.compressors.bestof import BestOf
 from buddylib.compressors.bpc import BPC
 from buddylib.compressors.fpc import FPC
 from buddylib.compressors.reference import reference_bytes
@@ -35,6 +37,7 @@ registry.register("bpc64", BPC, width=64)
 registry.register("bdi", BDI)
 registry.register("fpc", FPC)
 registry.register("zvc", ZVC)
+registry.register("bpc32zvc", BestOf, parts=("bpc32", "zvc"), label="bpc32zvc")
 
 
 def bits(data: object, compressor: str = "bpc32") -> np.ndarray:
@@ -48,6 +51,6 @@ def sectors(data: object, compressor: str = "bpc32", zero_flag: bool = True) -> 
 
 
 __all__ = [
-    "BDI", "BPC", "FPC", "ZVC", "Compressor", "bits", "codec", "get", "names", "reference_bytes",
+    "BDI", "BPC", "FPC", "ZVC", "BestOf", "Compressor", "bits", "codec", "get", "names", "reference_bytes",
     "registry", "sectors", "sectors_from_bits",
 ]

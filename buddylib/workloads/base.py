@@ -38,7 +38,8 @@ MB = 1 << 20
 SCALES = {"quick": 3 * MB, "default": 128 * MB, "large": 1024 * MB}
 PATTERNS = ("stream", "strided", "gather", "random")
 MODES = ("read", "write", "readwrite")
-ALL_COMPRESSORS = ("bpc32", "bpc64", "bdi", "fpc", "zvc")
+#: What a run records per entry: every registered compressor, beyond-the-paper ones included.
+ALL_COMPRESSORS = ("bpc32", "bpc64", "bdi", "fpc", "zvc", "bpc32zvc")
 
 
 @contextlib.contextmanager
