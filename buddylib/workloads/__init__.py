@@ -58,13 +58,14 @@ def cached_run(name: str, scale: str | float = "quick", seed: int = 0, data: str
     """Path of ``name``'s saved run (snapshots .nc beside its profile), running it only if missing
     or made by other code (its profile records :func:`~buddylib.provenance.code_version`).
 
-    Runs record all five compressors and the zstd/lz4 references, so any analysis can use them.
-    In a frozen folder (the committed fixtures) the run is read as it is, never remade.
+    Runs record every compressor and the zstd/lz4 references, so any analysis can use them (paper-scale
+    runs, gigabytes per snapshot, only ``PAPER_COMPRESSORS``). In a frozen folder (the committed
+    fixtures) the run is read as it is, never remade.
     """
     import json
 
     from buddylib.provenance import RUN_SOURCES, code_version, frozen
-    from buddylib.workloads.base import ALL_COMPRESSORS
+    from buddylib.workloads.base import ALL_COMPRESSORS, PAPER_COMPRESSORS
 
     path = Path(data) / f"{name}-{scale}-s{seed}.nc"
     if frozen(data):
@@ -78,7 +79,9 @@ def cached_run(name: str, scale: str | float = "quick", seed: int = 0, data: str
     current = path.exists() and profile.exists() and \
         json.loads(profile.read_text()).get("code") == code_version(*RUN_SOURCES)
     if regenerate or not current:
-        get(name).run(scale, seed=seed, compressors=ALL_COMPRESSORS, references=("zstd", "lz4")).save(data)
+        paper = scale == "paper"
+        get(name).run(scale, seed=seed, compressors=PAPER_COMPRESSORS if paper else ALL_COMPRESSORS,
+                      references=() if paper else ("zstd", "lz4")).save(data)
     return path
 
 

@@ -34,8 +34,14 @@ from buddylib.provenance import RUN_SOURCES, code_version
 from buddylib.snapshot import Allocation, Snapshot
 
 MB = 1 << 20
-#: Footprint of each named scale, bytes. "quick" is for tests (<= 4 MB, <= 2 s).
-SCALES = {"quick": 3 * MB, "default": 128 * MB, "large": 1024 * MB}
+#: Footprint of each named scale, bytes. "quick" is for tests (<= 4 MB, <= 2 s). "paper" is not a size
+#: but the networks as published (widths, 224x224 inputs, the recipes' batches as far as host memory
+#: and time allow), for the workloads that have it (:attr:`Workload.paper_scale`); its footprint is the
+#: host-memory allowance.
+SCALES = {"quick": 3 * MB, "default": 128 * MB, "large": 1024 * MB, "paper": 20 << 30}
+#: What a paper-scale run records: its snapshots are gigabytes, so only the compressors the fidelity
+#: study compares (no whole-allocation references).
+PAPER_COMPRESSORS = ("bpc32", "zvc", "bpc32zvc")
 PATTERNS = ("stream", "strided", "gather", "random")
 MODES = ("read", "write", "readwrite")
 #: What a run records per entry: every registered compressor, beyond-the-paper ones included.
@@ -187,6 +193,8 @@ class Workload(abc.ABC):
     n_steps: int = 100
     #: numba threads compressing the snapshots in :meth:`run` (None: numba's setting).
     compress_threads: ClassVar[int | None] = None
+    #: Whether the workload has a "paper" scale (the published network); others refuse it.
+    paper_scale: ClassVar[bool] = False
 
     @classmethod
     def missing(cls) -> str | None:
@@ -220,9 +228,10 @@ class Workload(abc.ABC):
         """
         if n_snapshots < 2:
             raise ValueError(f"n_snapshots {n_snapshots}: at least the start and the end are recorded")
+        if scale == "paper" and not self.paper_scale:
+            raise ValueError(f"{self.name}: no paper scale (only the published CNNs have one); use quick, default, "
+                             "large or a footprint in MiB")
         threads = nb.get_num_threads()
-        if self.compress_threads is not None:
-            nb.set_num_threads(self.compress_threads)
         try:
             return self._run(scale, seed, n_snapshots, compressors, keep_bytes, progress, references)
         finally:
@@ -235,6 +244,8 @@ class Workload(abc.ABC):
         t0 = time.perf_counter()
         rng = np.random.default_rng(seed)
         self.setup(footprint_bytes(scale), rng)
+        if self.compress_threads is not None:  # after setup, which may choose it for the scale
+            nb.set_num_threads(self.compress_threads)
         when = set(np.unique(np.linspace(0, self.n_steps, n_snapshots).round().astype(int)).tolist())
         digest = hashlib.sha256()
         snapshots = []

@@ -293,6 +293,8 @@ class TorchWorkload(Workload):
     autocast: ClassVar[torch.dtype | None] = None
     #: Mini-batch size overriding the configuration's (the larger-batch study); ``None`` keeps it.
     batch_size: int | None = None
+    #: Training steps overriding the configuration's (the training-maturity study); ``None`` keeps it.
+    train_steps: int | None = None
 
     # -- what subclasses provide ------------------------------------------------------------
     def configure(self, footprint: int) -> None:
@@ -321,6 +323,10 @@ class TorchWorkload(Workload):
                 if self.batch_size < 1:
                     raise ValueError(f"{self.name}: batch_size {self.batch_size} must be >= 1")
                 self.cfg["batch"] = int(self.batch_size)
+            if self.train_steps is not None:
+                if self.train_steps < 1:
+                    raise ValueError(f"{self.name}: train_steps {self.train_steps} must be >= 1")
+                self.n_steps = int(self.train_steps)
             self.model = self.build()
             self.optimizer = self.make_optimizer(self.model)
         self.criterion = nn.CrossEntropyLoss()

@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from buddylib.workloads import register
+from buddylib.workloads.base import SCALES
 from buddylib.workloads.dl.base import QUICK_LIMIT, Add, Concat, TorchWorkload, scaled, width_factor
 from buddylib.workloads.dl.data import PHOTOS, image_crops
 
@@ -302,22 +303,33 @@ class GoogLeNet(nn.Module):
 class ImageClassifier(TorchWorkload):
     """Training on crops of real photographs; subclasses give the network and per-scale settings.
 
-    ``QUICK``/``DEFAULT``: width multiplier ``w``, FC width ``hidden`` (AlexNet, VGG), input
+    ``QUICK``/``DEFAULT``/``PAPER``: width multiplier ``w``, FC width ``hidden`` (AlexNet, VGG), input
     resolution ``res``, ``batch``, crop-pool size ``pool``, ``steps``, learning rate ``lr``.
-    Footprints other than quick scale the default widths by sqrt(footprint / default).
+    Footprints other than quick scale the default widths by sqrt(footprint / default), up to the
+    "paper" scale: the network as published (``w`` 1, 4096-wide FC layers, 224x224 inputs), two
+    steps from its initialisation, at the batch of its original training recipe (``recipe``) where
+    20 GB of host memory and a minute per step on two cores allow, else the batch ``PAPER`` states.
+    Its kernels are large, so torch and the compressors get both cores there.
     """
 
     QUICK: ClassVar[dict[str, Any]]
     DEFAULT: ClassVar[dict[str, Any]]
+    PAPER: ClassVar[dict[str, Any]]
     weight_decay: ClassVar[float] = 1e-4
+    paper_scale = True
 
     def configure(self, footprint: int) -> None:
-        cfg = dict(self.QUICK if footprint <= QUICK_LIMIT else self.DEFAULT)
-        if footprint > QUICK_LIMIT:
-            g = width_factor(footprint)
-            cfg["w"] *= g
-            cfg["hidden"] = scaled(cfg.get("hidden", 0), g)
-        self.cfg = cfg
+        if footprint >= SCALES["paper"]:
+            self.cfg = dict(self.PAPER)
+            self.threads, self.compress_threads = 2, None
+        else:
+            cfg = dict(self.QUICK if footprint <= QUICK_LIMIT else self.DEFAULT)
+            if footprint > QUICK_LIMIT:
+                g = width_factor(footprint)
+                cfg["w"] *= g
+                cfg["hidden"] = scaled(cfg.get("hidden", 0), g)
+            self.cfg = cfg
+        cfg = self.cfg
         self.n_steps = cfg["steps"]
         self.pool_x, self.pool_y = image_crops(cfg["pool"], cfg["res"], self.rng)
         self._order = np.zeros(0, np.int64)
@@ -343,6 +355,9 @@ class AlexNetTraining(ImageClassifier):
     weight_decay = 5e-4
     QUICK: ClassVar[dict[str, Any]] = dict(w=1 / 8, hidden=256, res=63, batch=16, pool=64, steps=100, lr=0.01)
     DEFAULT: ClassVar[dict[str, Any]] = dict(w=3 / 4, hidden=1536, res=127, batch=32, pool=512, steps=160, lr=0.001)
+    # Krizhevsky et al. 2012: batches of 128, learning rate 0.01
+    PAPER: ClassVar[dict[str, Any]] = dict(w=1, hidden=4096, res=224, batch=128, recipe=128, pool=128, steps=2,
+                                           lr=0.01)
 
     def build(self) -> nn.Module:
         return AlexNet(self.cfg["w"], self.cfg["hidden"], self.cfg["res"])
@@ -355,6 +370,10 @@ class VGG16Training(ImageClassifier):
     weight_decay = 5e-4
     QUICK: ClassVar[dict[str, Any]] = dict(w=1 / 16, hidden=256, res=32, batch=16, pool=64, steps=100, lr=0.01)
     DEFAULT: ClassVar[dict[str, Any]] = dict(w=1 / 4, hidden=1024, res=64, batch=32, pool=512, steps=160, lr=0.01)
+    # Simonyan & Zisserman 2015: batches of 256 (~32 GB of saved activations here, and ~2.5 min a step):
+    # 16, at the recipe's learning rate per sample
+    PAPER: ClassVar[dict[str, Any]] = dict(w=1, hidden=4096, res=224, batch=16, recipe=256, pool=64, steps=2,
+                                           lr=0.01 * 16 / 256)
 
     def build(self) -> nn.Module:
         return VGG16(self.cfg["w"], self.cfg["hidden"], self.cfg["res"])
@@ -366,6 +385,8 @@ class ResNet50Training(ImageClassifier):
     proxies = "ResNet-50 training (paper's DL set)"
     QUICK: ClassVar[dict[str, Any]] = dict(w=1 / 16, res=32, batch=16, pool=64, steps=80, lr=0.01)
     DEFAULT: ClassVar[dict[str, Any]] = dict(w=1 / 4, res=64, batch=32, pool=512, steps=160, lr=0.02)
+    # He et al. 2016: batches of 256, learning rate 0.1 (~23 GB of saved activations, ~5 min a step here): 16
+    PAPER: ClassVar[dict[str, Any]] = dict(w=1, res=224, batch=16, recipe=256, pool=64, steps=2, lr=0.1 * 16 / 256)
 
     def build(self) -> nn.Module:
         return ResNet50(self.cfg["w"])
@@ -377,6 +398,8 @@ class SqueezeNetTraining(ImageClassifier):
     proxies = "SqueezeNet 1.1 training (paper's DL set)"
     QUICK: ClassVar[dict[str, Any]] = dict(w=1 / 4, res=32, batch=16, pool=64, steps=150, lr=0.01)
     DEFAULT: ClassVar[dict[str, Any]] = dict(w=1 / 2, res=112, batch=32, pool=512, steps=160, lr=0.01)
+    # a batch of 64, not taken from a recipe (SqueezeNet is trained as its paper describes, batch aside)
+    PAPER: ClassVar[dict[str, Any]] = dict(w=1, res=224, batch=64, recipe=None, pool=64, steps=2, lr=0.01)
 
     def build(self) -> nn.Module:
         return SqueezeNet11(self.cfg["w"])
@@ -388,6 +411,8 @@ class InceptionTraining(ImageClassifier):
     proxies = "GoogLeNet / Inception v1 training (paper's DL set)"
     QUICK: ClassVar[dict[str, Any]] = dict(w=1 / 16, res=32, batch=16, pool=64, steps=80, lr=0.02)
     DEFAULT: ClassVar[dict[str, Any]] = dict(w=1 / 2, res=64, batch=32, pool=512, steps=160, lr=0.02)
+    # Szegedy et al. 2015 trained asynchronously and state no batch size: 32
+    PAPER: ClassVar[dict[str, Any]] = dict(w=1, res=224, batch=32, recipe=None, pool=64, steps=2, lr=0.01)
 
     def build(self) -> nn.Module:
         return GoogLeNet(self.cfg["w"])
