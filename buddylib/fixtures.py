@@ -5,8 +5,9 @@ x86-64 CPU with FMA and AVX2 (their elementary functions come from the C library
 per-instruction-set SIMD kernels: ``workloads/hpc/_libm.py``). PyTorch training does not: its CPU
 kernels are chosen per instruction set (AVX-512, AVX2, default), and a convolution rounded otherwise
 moves which activations ReLU zeroes. So the notebooks' quick-scale defaults read runs made once and
-committed in ``data/fixtures/quick`` (per-entry sectors, access profiles, index arrays, and notebook
-07's mini-batch measurements; a few MB), and the analysis and timing model on them give the same
+committed in ``data/fixtures/quick`` (per-entry sectors, access profiles, index arrays, notebook 07's
+mini-batch measurements and notebook 09's training-maturity and framework-accounting studies; a few
+MB), and the analysis and timing model on them give the same
 numbers everywhere. ``make fixtures`` remakes them and the notebooks' committed outputs; :func:`check`
 remakes the runs in a temporary folder and compares: HPC bit for bit, DL within :data:`TOLERANCE`.
 """
@@ -29,7 +30,7 @@ import pandas as pd
 import xarray as xr
 from tqdm import tqdm
 
-from buddylib import experiments, snapshot, workloads
+from buddylib import experiments, fidelity, snapshot, workloads
 from buddylib.provenance import MANIFEST, RUN_SOURCES, code_version, frozen
 
 #: This checkout's data folder, and the committed fixtures in it.
@@ -60,6 +61,10 @@ def generate(folder: str | Path = FOLDER, names: Sequence[str] | None = None, pr
         batch = [n for n in experiments.BATCH_NETWORKS if n in names]
         if batch:
             experiments.memory_vs_batch(batch, experiments.BATCHES[SCALE], SCALE, SEED, tmp, progress=progress)
+        study = [n for n in fidelity.STUDY_CNNS if n in names]
+        if study:  # notebook 09's training-maturity and framework-accounting studies
+            fidelity.maturity(study, SCALE, seed=SEED, data=tmp, progress=progress)
+            fidelity.framework_accounting(study, SCALE, SEED, tmp, progress=progress)
         manifest = {
             "made_by": "buddylib.fixtures.generate (make fixtures)",
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),

@@ -51,7 +51,9 @@ def run_notebooks(out: Path, data: Path, scale: str = "default", names: list[str
     for nb in tqdm(books, desc="notebooks", unit="notebook"):
         params = {"out_dir": str((out / nb.stem).resolve())}
         declared = _parameters(nb)
-        for key, value in (("scale", scale), ("data_dir", str(data.resolve())), ("names", names)):
+        paper_scale = "paper" if scale == "default" else scale  # notebook 09: the CNNs as published
+        for key, value in (("scale", scale), ("data_dir", str(data.resolve())), ("names", names),
+                           ("paper_scale", paper_scale)):
             if key in declared and value is not None:
                 params[key] = value
         executed = out / "notebooks" / nb.name
@@ -187,6 +189,7 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
         lines.append(f"| notebook {row.notebook}: [executed](notebooks/{row.notebook}.ipynb), "
                      f"[HTML](notebooks/{row.notebook}.html) | "
                      + ", ".join(f"[{f}]({row.notebook}/{f})" for f in row.files) + f" | {row.seconds:.0f} s |")
+    lines += _fidelity_section(out)
     lines += [
         "",
         "## HPC workloads",
@@ -228,6 +231,27 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
     (out / "index.html").write_text(f"<!doctype html><meta charset='utf-8'><title>buddylib reports</title>"
                                     f"<body style='font-family:sans-serif;max-width:1100px;margin:auto'>{html}")
     return index
+
+
+def _fidelity_section(out: Path) -> list[str]:
+    """The attribution tables notebook 09 wrote in this run: each headline number from ours to the paper's."""
+    folder = out / "09_fidelity"
+    tables = [("DL effective ratio (mean of the five CNNs)", "dl_attribution.csv"),
+              ("HPC effective ratio (mean of the HPC proxies)", "hpc_attribution.csv"),
+              ("HPC slowdown, %", "slowdown_hpc_attribution.csv"), ("DL slowdown, %", "slowdown_dl_attribution.csv")]
+    if not (folder / tables[0][1]).exists():
+        return []
+    lines = ["", "## Fidelity: where our numbers and the paper's part",
+             "", "Each row is one factor measured from the same baseline (rows do not add up); the last row is "
+             "the paper's number. From notebook 09.", ""]
+    lines += _figure(out, "09_fidelity/attribution.png", "attribution (notebook 09)")
+    for title, name in tables:
+        df = pd.read_csv(folder / name, index_col=0)
+        lines += [f"**{title}**", "", "| factor | value | change | share of the gap |", "|---|---|---|---|"]
+        lines += [f"| {f} | {r['value']:.3g} | {r['change']:+.3g} | {_percent(r['share of the gap'])} |"
+                  for f, r in df.iterrows()]
+        lines.append("")
+    return lines
 
 
 def _slowdown_rows(what: str, plain: np.ndarray, credited: np.ndarray) -> str:
@@ -272,3 +296,7 @@ def _hpc_table(hpc: xr.Dataset, times: pd.DataFrame) -> pd.DataFrame:
         table[f"effective {c}"] = sel.effective_ratio.sel(compressor=c).to_series()
     table["buddy access fraction bpc32"] = sel.buddy_access_fraction.sel(compressor="bpc32").to_series()
     return table
+
+
+def _percent(x: float) -> str:
+    return "" if x != x else f"{x:.0%}"

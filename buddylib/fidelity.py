@@ -1,0 +1,202 @@
+"""Why our headline numbers differ from the paper's, measured one factor at a time (issue 13).
+
+Each function changes one thing between this suite's default runs and the paper's setting —
+the networks' size (published widths, 224x224 inputs, the recipes' batches), how long they
+have trained, the framework's memory accounting, the compressor, the HPC problem size — and
+returns labelled results computed from runs it makes (cached in ``data/`` like every run).
+Notebook 09 and the report index put them side by side, from our default number to the
+paper's; the factors are measured one at a time from the same baseline, not compounded.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from tqdm import tqdm
+
+from buddylib import experiments, paper, workloads
+from buddylib.analysis import analyze
+from buddylib.provenance import ANALYSIS_SOURCES, code_version, frozen
+from buddylib.workloads.base import PAPER_COMPRESSORS
+
+#: The CNNs compared at the paper's scale (the paper's DL set that has a "paper" scale here).
+PAPER_CNNS = ("alexnet", "vgg16", "resnet50", "squeezenet", "inception")
+#: Compressors of the fidelity study: the paper's BPC, ZVC (scattered zeros), and the per-entry best of both.
+COMPRESSORS = PAPER_COMPRESSORS
+#: The CNNs of the training-maturity and framework-accounting studies.
+STUDY_CNNS = ("alexnet", "vgg16", "resnet50")
+
+
+def maturity_steps(scale: str | float) -> int:
+    """Training steps of the maturity runs: three times the default CNN runs' 160, 200 at quick scale."""
+    return 200 if str(scale) == "quick" else 480
+
+
+def maturity(names: Sequence[str], scale: str | float = "default", steps: int | None = None, snapshots: int = 9,
+             seed: int = 0, data: str | Path = "data", progress: bool = True) -> xr.Dataset:
+    """Compressibility against training step, over a run ``steps`` long: dims (workload, snapshot).
+
+    Per snapshot: ``step``; the activations' bytes, share of zero elements and ideal ratio per
+    compressor; the whole snapshot's ideal and effective ratio (BPC-32, threshold 30%, each snapshot
+    placed as if it were the only one: the oracle policy). Cached as
+    ``<name>-<scale>-s<seed>.maturity-<steps>.nc``, reused while parameters and code are the same.
+    ``steps`` defaults to :func:`maturity_steps`.
+    """
+    steps = maturity_steps(scale) if steps is None else int(steps)
+    out = []
+    for name in tqdm(list(names), desc="training maturity", unit="workload", disable=not progress):
+        cache = Path(data) / f"{name}-{scale}-s{seed}.maturity-{steps}.nc"
+        key = {"steps": int(steps), "snapshots": int(snapshots), "code": code_version(*ANALYSIS_SOURCES)}
+        if cache.exists():
+            cached = experiments._load_cached(cache)
+            if frozen(data) or all(cached.attrs.get(k) == v for k, v in key.items()):
+                out.append(cached)
+                continue
+        if frozen(data):
+            raise ValueError(f"{cache}: not among the committed fixtures in {data}; pass another data folder")
+        out.append(_maturity_run(name, scale, steps, snapshots, seed, key))
+        Path(data).mkdir(parents=True, exist_ok=True)
+        out[-1].to_netcdf(cache)
+    return xr.concat(out, "workload", join="outer", combine_attrs="drop_conflicts")
+
+
+def _maturity_run(name: str, scale: str | float, steps: int, snapshots: int, seed: int, key: dict) -> xr.Dataset:
+    w = workloads.get(name)
+    if not hasattr(w, "train_steps"):
+        raise ValueError(f"workload {name!r} does not train (not a DL training workload)")
+    w.train_steps = steps
+    t0 = time.perf_counter()
+    run = w.run(scale, seed=seed, n_snapshots=snapshots, compressors=COMPRESSORS, keep_bytes=True)
+    at = {"thresholds": [paper.HEADLINE["threshold"]], "progress": False}
+    ds = analyze(run.snapshots, COMPRESSORS, policy="oracle", **at)
+    over_run = analyze(run.snapshots, ["bpc32"], **at).effective_ratio.isel(snapshot=-1).item()
+    acts = ds.kind == "activations"
+    stored = (ds.sector_count * ds.sectors).sum("sectors") * 32
+    zeros = []
+    for snap in run.snapshots:
+        arrays = [np.asarray(a.data) for a in snap.allocations if a.kind == "activations"]
+        n = sum(x.size for x in arrays)
+        zeros.append(sum(int(np.count_nonzero(x == 0)) for x in arrays) / n if n else np.nan)
+    act_bytes = ds.allocation_bytes.where(acts).sum("allocation")
+    res = xr.Dataset({
+        "activation_bytes": act_bytes,
+        "activation_zero_fraction": ("snapshot", np.array(zeros)),
+        "activation_ideal_ratio": act_bytes / stored.where(acts).sum("allocation").where(lambda x: x > 0),
+        "ideal_ratio": ds.ideal_ratio_total.sel(compressor="bpc32", drop=True),
+        "effective_ratio": ds.effective_ratio.sel(compressor="bpc32", drop=True).isel(threshold=0, drop=True),
+    }).drop_vars(["workload"], errors="ignore")
+    units = {"activation_bytes": "bytes", "activation_zero_fraction": "1", "activation_ideal_ratio": "1",
+             "ideal_ratio": "1", "effective_ratio": "1"}
+    for v, u in units.items():
+        res[v].attrs["units"] = u
+    res["final_effective_ratio"] = ((), float(over_run), {
+        "units": "1", "description": "effective ratio of the last snapshot, targets chosen over the run (profile)"})
+    res.attrs.update(key, seconds=time.perf_counter() - t0, scale=str(scale))
+    return res.expand_dims(workload=[name])
+
+
+def paper_scale(names: Sequence[str] = PAPER_CNNS, seed: int = 0, data: str | Path = "data",
+                scale: str = "paper", progress: bool = True) -> xr.Dataset:
+    """The CNNs as published (``scale="paper"``: widths, 224x224, the recipes' batches): final snapshot's
+    ratios per compressor and per tensor kind, the activations' share of the footprint, and the batch."""
+    ds = experiments.final(experiments.workload_ratios(names, scale, seed, data, compressors=COMPRESSORS,
+                                                       progress=progress))
+    share = ds.kind_bytes.sel(kind="activations") / ds.footprint
+    ds["activation_share"] = share.assign_attrs(units="1", description="activations' share of the footprint")
+    if scale == "paper":
+        cfg = {n: workloads.get(n).PAPER for n in ds.workload.values}
+        ds["batch"] = ("workload", [cfg[n]["batch"] for n in ds.workload.values], {"units": "samples"})
+        ds["recipe_batch"] = ("workload", [cfg[n]["recipe"] or 0 for n in ds.workload.values],
+                              {"units": "samples", "description": "the original recipe's batch (0: none stated)"})
+    return ds
+
+
+def framework_accounting(names: Sequence[str], scale: str | float = "default", seed: int = 0,
+                         data: str | Path = "data", progress: bool = True) -> xr.Dataset:
+    """A blob-based framework's memory (Caffe: every layer's data and diff blob for the whole iteration,
+    :mod:`buddylib.workloads.dl.caffe`) beside PyTorch's live set, for the same training step: footprint,
+    ideal and effective ratio (BPC-32, threshold 30%, targets over the points), dims (workload, accounting,
+    point). Cached as ``<name>-<scale>-s<seed>.caffe.nc``, reused while the code is the same."""
+    from buddylib.workloads.dl import caffe
+
+    out = []
+    for name in tqdm(list(names), desc="framework accounting", unit="workload", disable=not progress):
+        cache = Path(data) / f"{name}-{scale}-s{seed}.caffe.nc"
+        if cache.exists():
+            cached = experiments._load_cached(cache)
+            if frozen(data) or cached.attrs.get("code") == code_version(*ANALYSIS_SOURCES):
+                out.append(cached)
+                continue
+        if frozen(data):
+            raise ValueError(f"{cache}: not among the committed fixtures in {data}; pass another data folder")
+        run = caffe.caffe_run(name, scale, seed, compressors=["bpc32"])
+        at = {"thresholds": [paper.HEADLINE["threshold"]], "progress": False}
+        parts = []
+        for label, snaps, points in (("caffe", run.snapshots, list(run.points)),
+                                     ("pytorch", run.pytorch, ["before_forward", "after_update"])):
+            ds = analyze(snaps, ["bpc32"], **at).sel(compressor="bpc32", drop=True).isel(threshold=0, drop=True)
+            parts.append(xr.Dataset({
+                "footprint": ds.allocation_bytes.sum("allocation"), "ideal_ratio": ds.ideal_ratio_total,
+                "effective_ratio": ds.effective_ratio}).assign_coords(snapshot=points).rename(snapshot="point")
+                .drop_vars(["step", "workload"], errors="ignore").expand_dims(accounting=[label]))
+        res = xr.concat(parts, "accounting", join="outer").reindex(point=list(caffe.POINTS))
+        res = res.expand_dims(workload=[name])
+        res.attrs.update(code=code_version(*ANALYSIS_SOURCES), step=run.step, scale=str(scale))
+        Path(data).mkdir(parents=True, exist_ok=True)
+        res.to_netcdf(cache)
+        out.append(res)
+    return xr.concat(out, "workload", join="outer", combine_attrs="drop_conflicts")
+
+
+def hpc_scales(names: Sequence[str] | None = None, scales: Sequence[str | float] = ("quick", 32, "default"),
+               seed: int = 0, data_dir: str | Path | None = None, progress: bool = True) -> xr.Dataset:
+    """HPC effective ratio (BPC-32, threshold 30%) per workload and scale: from the final snapshot, and
+    averaged over the run's snapshots. Runs are read from :func:`experiments.data_folder` of each scale."""
+    names = list(names or workloads.names("hpc"))
+    parts = []
+    for s in scales:
+        ds = experiments.workload_ratios(names, s, seed, experiments.data_folder(s, seed, data_dir),
+                                         progress=progress)
+        eff = paper.headline(ds.effective_ratio)
+        last = experiments.final(ds)
+        parts.append(xr.Dataset({"final": paper.headline(last.effective_ratio), "run_mean": eff.mean("snapshot"),
+                                 "footprint": last.footprint}).expand_dims(scale=[str(s)]))
+    out = xr.concat(parts, "scale", join="outer")
+    out["final"].attrs.update(units="1", description="effective ratio of the final snapshot")
+    out["run_mean"].attrs.update(units="1", description="effective ratio averaged over the run's snapshots")
+    return out
+
+
+def attribution(dl_default: float, factors: dict[str, float], target: float) -> pd.DataFrame:
+    """One headline number from ours to the paper's: a row per measured factor (each from the same
+    baseline, not compounded), its value, its change, and the share of the gap to ``target`` it closes."""
+    rows = [("this suite, default", dl_default), *factors.items(), ("paper", target)]
+    df = pd.DataFrame(rows, columns=["factor", "value"]).set_index("factor")
+    gap = target - dl_default
+    df["change"] = df["value"] - dl_default
+    df["share of the gap"] = df["change"] / gap if gap else np.nan
+    return df
+
+
+def dtype_shares(names: Sequence[str], scale: str | float = "default", seed: int = 0,
+                 data_dir: str | Path | None = None) -> pd.DataFrame:
+    """Share of each workload's final-snapshot bytes per dtype and kind ("float64 field"...): what kind of
+    state a workload holds, to tell which pull a mean ratio down (dense floating-point state compresses least)."""
+    from buddylib import snapshot
+
+    rows = {}
+    data = experiments.data_folder(scale, seed, data_dir)
+    for name in names:
+        last = snapshot.load(workloads.cached_run(name, scale, seed, data))[-1]
+        total = sum(a.nbytes for a in last.allocations)
+        shares: dict[str, float] = {}
+        for a in last.allocations:
+            key = f"{a.dtype} {a.kind}"
+            shares[key] = shares.get(key, 0.0) + a.nbytes / total
+        rows[name] = shares
+    return pd.DataFrame(rows).T.fillna(0.0).rename_axis("workload")
