@@ -266,7 +266,8 @@ def _fixtures(args: argparse.Namespace) -> int:
 def _reproduce(args: argparse.Namespace) -> int:
     from buddylib import reproduce
 
-    index = reproduce.run(Path(args.out), bench_mib=args.bench_mib, data=Path(args.data), regenerate=args.regenerate)
+    index = reproduce.run(Path(args.out), bench_mib=args.bench_mib, data=Path(args.data), regenerate=args.regenerate,
+                          scheduler=args.scheduler)
     print(f"wrote {index}")
     return 0
 
@@ -345,6 +346,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="MiB per data kind in the compressor benchmark (default 256)")
     r.add_argument("--data", default="data", help="where workload snapshots are cached (default data)")
     r.add_argument("--regenerate", action="store_true", help="rerun workloads even if their snapshots exist")
+    r.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="dask scheduler for the parallel steps (default: a local cluster, one worker per core; "
+                        "'serial': one task after another in this process)")
     r.set_defaults(func=_reproduce)
     return parser
 

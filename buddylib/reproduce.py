@@ -10,13 +10,13 @@ sit beside them, labelled as the paper's.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import xarray as xr
-from tqdm import tqdm
 
 from buddylib import bench, experiments, paper, workloads
 
@@ -38,33 +38,31 @@ def hpc_ratios(data: Path, scale: str = "default", seed: int = 0, regenerate: bo
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
-def run_notebooks(out: Path, data: Path, scale: str = "default", names: list[str] | None = None,
-                  only: list[str] | None = None) -> pd.DataFrame:
-    """Execute every notebook (or ``only`` these) with papermill at ``scale`` into ``out``: ipynb, HTML,
-    and the figures and tidy data each writes into ``out/<notebook>/``."""
+def notebook_paths(only: list[str] | None = None) -> list[Path]:
+    """The numbered notebooks (or ``only`` these, by stem), in order."""
+    return [nb for nb in sorted(NOTEBOOKS.glob("[0-9]*.ipynb")) if only is None or nb.stem in only]
+
+
+def execute_notebook(nb: Path, out: str, data: str, scale: str = "default", names: list[str] | None = None) -> None:
+    """Execute one notebook with papermill at ``scale`` into ``out``: ipynb, HTML, and the figures and tidy
+    data it writes into ``out/<notebook>/``."""
     import nbconvert
     import papermill
 
-    rows = []
-    (out / "notebooks").mkdir(parents=True, exist_ok=True)
-    books = [nb for nb in sorted(NOTEBOOKS.glob("[0-9]*.ipynb")) if only is None or nb.stem in only]
-    for nb in tqdm(books, desc="notebooks", unit="notebook"):
-        params = {"out_dir": str((out / nb.stem).resolve())}
-        declared = _parameters(nb)
-        paper_scale = "paper" if scale == "default" else scale  # notebook 09: the CNNs as published
-        for key, value in (("scale", scale), ("data_dir", str(data.resolve())), ("names", names),
-                           ("paper_scale", paper_scale)):
-            if key in declared and value is not None:
-                params[key] = value
-        executed = out / "notebooks" / nb.name
-        t0 = time.perf_counter()
-        papermill.execute_notebook(str(nb), str(executed), parameters=params, cwd=str(NOTEBOOKS),
-                                   progress_bar=False, kernel_name="python3")
-        html, _ = nbconvert.HTMLExporter().from_filename(str(executed))
-        executed.with_suffix(".html").write_text(html)
-        rows.append({"notebook": nb.stem, "seconds": time.perf_counter() - t0,
-                     "files": sorted(p.name for p in (out / nb.stem).glob("*")) if (out / nb.stem).exists() else []})
-    return pd.DataFrame(rows)
+    out_path = Path(out)
+    (out_path / "notebooks").mkdir(parents=True, exist_ok=True)
+    params: dict[str, object] = {"out_dir": str((out_path / nb.stem).resolve())}
+    declared = _parameters(nb)
+    paper_scale = "paper" if scale == "default" else scale  # notebook 09: the CNNs as published
+    for key, value in (("scale", scale), ("data_dir", str(Path(data).resolve())), ("names", names),
+                       ("paper_scale", paper_scale)):
+        if key in declared and value is not None:
+            params[key] = value
+    executed = out_path / "notebooks" / nb.name
+    papermill.execute_notebook(str(nb), str(executed), parameters=params, cwd=str(NOTEBOOKS),
+                               progress_bar=False, kernel_name="python3")
+    html, _ = nbconvert.HTMLExporter().from_filename(str(executed))
+    executed.with_suffix(".html").write_text(html)
 
 
 def _parameters(nb: Path) -> set[str]:
@@ -81,20 +79,43 @@ def _parameters(nb: Path) -> set[str]:
 
 
 def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: bool = False,
-        scale: str = "default", names: list[str] | None = None, notebooks: list[str] | None = None) -> Path:
+        scale: str = "default", names: list[str] | None = None, notebooks: list[str] | None = None,
+        scheduler: str | None = None) -> Path:
     """Run all steps into ``out`` and write ``out/README.md``; return the index path.
 
-    ``scale``, ``names`` (workloads) and ``notebooks`` exist so tests can run the whole pipeline small.
+    The compressor benchmark runs first, alone (it times code); then every workload run, sweep and
+    study the notebooks read, as parallel tasks (:mod:`buddylib.pipeline`; ``scheduler``: None for a
+    local cluster of one worker per core, an address, or "serial"); then the notebooks, in parallel;
+    then the index. ``scale``, ``names`` (workloads) and ``notebooks`` exist so tests can run it small.
     """
+    from buddylib import fidelity, pipeline
+
     out.mkdir(parents=True, exist_ok=True)
     data.mkdir(parents=True, exist_ok=True)
+    estimate = _last_run_seconds(out)
+    if estimate:
+        print(f"make reproduce: the last run here took {estimate / 60:.0f} min", flush=True)
     t0 = time.perf_counter()
     df = bench.run(mib=bench_mib)
     bench_paths = bench.write(df, out / "bench")
     bench_took = time.perf_counter() - t0
 
+    all_names = [n for s in ("hpc", "dl", "dl-extra") for n in workloads.names(s) if names is None or n in names]
+    full = names is None and scale == "default"
+    if regenerate:  # remake the runs: drop their cached files (studies and sweeps follow their runs' code)
+        for n in all_names:
+            for f in data.glob(f"{n}-{scale}-s0.*"):
+                f.unlink()
     t0 = time.perf_counter()
-    hpc, times = hpc_ratios(data, scale=scale, regenerate=regenerate, names=names)
+    tasks = pipeline.generation_tasks(
+        scale, all_names, paper_names=fidelity.PAPER_CNNS if full else (),
+        batch_names=[n for n in experiments.BATCH_NETWORKS if n in all_names],
+        study_names=[n for n in fidelity.STUDY_CNNS if n in all_names], hpc_scales=("quick", 32) if full else ())
+    step_seconds = pipeline.run_all(tasks, data, scheduler, desc="generate")
+    generate_took = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    hpc, times = hpc_ratios(data, scale=scale, names=[n for n in all_names if workloads.get(n).suite == "hpc"])
     hpc_dir = out / "hpc"
     hpc_dir.mkdir(exist_ok=True)
     hpc.to_netcdf(hpc_dir / "hpc_ratios.nc")
@@ -116,7 +137,16 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
     nv = paper.headline(slow.slowdown).values
     nv_credit = paper.headline(slow.slowdown, "bandwidth_credit").sel(bandwidth_credit=True).values
 
-    executed = run_notebooks(out, data, scale, names, only=notebooks)
+    t0 = time.perf_counter()
+    books = notebook_paths(notebooks)
+    nb_tasks = [pipeline.Task("notebook", str(nb), scale, 0.0) for nb in books]
+    nb_seconds = pipeline.run_all(nb_tasks, data, scheduler, desc="notebooks",
+                                  notebook_args={"out": str(out), "data": str(data), "scale": scale, "names": names})
+    notebooks_took = time.perf_counter() - t0
+    executed = pd.DataFrame([{"notebook": nb.stem, "seconds": nb_seconds.get(f"notebook:{nb}", np.nan),
+                              "files": sorted(p.name for p in (out / nb.stem).glob("*")) if (out / nb.stem).exists()
+                              else []} for nb in books])
+    step_seconds |= {f"notebook {nb.stem}": nb_seconds.get(f"notebook:{nb}", np.nan) for nb in books}
 
     eff = paper.headline(hpc.effective_ratio).values
     config = f"{COMPRESSOR.upper().replace('BPC', 'BPC-')}, threshold {THRESHOLD:.0%}"
@@ -222,6 +252,18 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
         "",
         bench_paths["markdown"].read_text().replace("# Compressor benchmark", "### Compressor benchmark"),
     ]
+    phases = {"compressor benchmark": bench_took, "workload runs, sweeps and studies (parallel)": generate_took,
+              "HPC analysis": hpc_took, "slowdown collection": slow_took, "notebooks (parallel)": notebooks_took}
+    phases["total"] = sum(phases.values())
+    steps = pd.concat([pd.DataFrame({"step": list(phases), "seconds": list(phases.values()), "phase": True}),
+                       pd.DataFrame({"step": list(step_seconds), "seconds": list(step_seconds.values()),
+                                     "phase": False})], ignore_index=True)
+    steps.to_csv(out / "steps.csv", index=False)
+    slowest = steps[~steps.phase].sort_values("seconds", ascending=False).head(12)
+    lines += ["", "## Step times", "", f"On {os.cpu_count()} cores; tasks run in parallel within a phase.", "",
+              "| phase | took |", "|---|---|", *(f"| {k} | {v:.0f} s |" for k, v in phases.items()), "",
+              "| slowest tasks | took |", "|---|---|",
+              *(f"| {r.step} | {r.seconds:.0f} s |" for r in slowest.itertuples())]
     lines += ["", "## Environment", "", *(f"- {k}: {v}" for k, v in _environment().items()), ""]
     index = out / "README.md"
     index.write_text("\n".join(lines))
@@ -264,6 +306,15 @@ def _slowdown_rows(what: str, plain: np.ndarray, credited: np.ndarray) -> str:
             f"{paper.SLOWDOWN_TEXT} |\n"
             f"| the same, compressed entries credited with the HBM bytes they save | {stats(credited)} | "
             "not the paper's comparison |")
+
+
+def _last_run_seconds(out: Path) -> float | None:
+    """How long the last ``make reproduce`` into ``out`` took (its ``steps.csv``), for an estimate."""
+    try:
+        steps = pd.read_csv(out / "steps.csv")
+        return float(steps.loc[steps.step == "total", "seconds"].iloc[0])
+    except (OSError, ValueError, IndexError, KeyError):
+        return None
 
 
 def _figure(out: Path, path: str, title: str) -> list[str]:

@@ -1,0 +1,27 @@
+"""make reproduce's parallel steps: the same results on a dask cluster as one after another."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import xarray as xr
+
+from buddylib import pipeline
+
+
+def test_cluster_and_serial_give_identical_results(tmp_path: Path) -> None:
+    tasks = pipeline.generation_tasks("quick", ["ostencil", "squeezenet"], batch_names=["squeezenet"])
+    assert [t.kind for t in tasks][0] in ("run", "batch") and len(tasks) == 3
+    serial = pipeline.run_all(tasks, tmp_path / "serial", scheduler="serial")
+    parallel = pipeline.run_all(tasks, tmp_path / "cluster")  # a local cluster, one worker per core
+    assert set(serial) == set(parallel) == {t.label for t in tasks}
+    for name in ("ostencil", "squeezenet"):
+        stem = f"{name}-quick-s0"
+        digests = [json.loads((tmp_path / d / f"{stem}.profile.json").read_text())["digest"]
+                   for d in ("serial", "cluster")]
+        assert digests[0] == digests[1]
+        sweeps = [xr.open_dataset(tmp_path / d / f"{stem}.slowdown-t0.3.nc").load() for d in ("serial", "cluster")]
+        xr.testing.assert_identical(sweeps[0], sweeps[1])
+    batch = [xr.open_dataset(tmp_path / d / "squeezenet-quick-s0.batch.nc").load() for d in ("serial", "cluster")]
+    xr.testing.assert_identical(batch[0].kind_device_bytes, batch[1].kind_device_bytes)  # throughput is measured
