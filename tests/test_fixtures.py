@@ -51,12 +51,12 @@ def test_a_frozen_folder_is_read_never_remade(tmp_path: Path) -> None:
 
 
 def test_this_machine_makes_the_fixtures() -> None:
-    """Remade here, HPC runs are the same bytes (on a CPU with FMA and AVX2 and the fixtures' C library)
-    and DL runs the same allocations with ideal ratios within the stated tolerance."""
-    report = fixtures.check()
+    """Remade here, DL runs and mini-batch measurements hold the same allocations with ideal ratios (device
+    bytes) within the stated tolerance. (HPC runs are checked bit for bit against the fixtures' digests by
+    tests/test_workloads.py::test_same_seed_same_bytes, which makes them anyway.)"""
+    dl = [n for n in MADE["workloads"] if workloads.get(n).suite != "hpc"]
+    report = fixtures.check(names=dl)
     assert report.ok.all(), report.to_string()
     assert report.structure_equal.all(), report.to_string()
-    hpc = report[report.suite == "hpc"]
-    assert len(hpc) == len(workloads.names("hpc"))
-    assert (hpc.identical | ~hpc.exact_expected).all()
+    assert set(report.index) >= set(dl) | {f"batch:{n}" for n in experiments.BATCH_NETWORKS}
     assert report.max_rel_change.max() <= fixtures.TOLERANCE
