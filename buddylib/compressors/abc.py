@@ -18,7 +18,10 @@ codecs are.
 from __future__ import annotations
 
 import abc
+import contextlib
 import threading
+import types
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numba as nb
@@ -32,6 +35,49 @@ SECTOR_BITS = 256
 #: parallel code at once (dask's threads analysing several allocations did). Each launch already
 #: uses every core, so taking turns costs little.
 PARALLEL_LAUNCH = threading.RLock()
+#: Inputs of fewer entries run a compressor's serial kernel instead of its parallel one: starting
+#: numba's threads costs more than it saves on a small buffer, and far more on a busy machine.
+#: 2048 entries (256 KiB) is the smallest size at which every parallel kernel beat its serial copy
+#: on two idle cores (the cheapest, ``_sectors`` and ZVC, by 1.2x and 1.5x; at 1024 entries
+#: ``_sectors`` lost); ``bench.crossover`` measures it again on any machine. Read at each call, so
+#: a test may change it.
+PARALLEL_MIN_ENTRIES = 2048
+
+
+def serial(kernel: Any) -> Any:
+    """The same kernel compiled without ``parallel`` (prange runs as range) and without the GIL.
+
+    It is compiled from a renamed copy (``<name>_serial``) of the Python function because numba's
+    on-disk cache keys an entry by the function's name and bytecode, not by its compile flags: a
+    plain ``njit(cache=True)(kernel.py_func)`` would share (and load) the parallel kernel's entry.
+    """
+    f = kernel.py_func
+    name = f"{f.__name__}_serial"
+    g = types.FunctionType(f.__code__, f.__globals__, name, f.__defaults__, f.__closure__)
+    g.__qualname__ = name
+    g.__module__ = f.__module__
+    g.__doc__ = f"Serial, GIL-free copy of :func:`{f.__name__}`."
+    return nb.njit(cache=True, nogil=True)(g)
+
+
+def parallel_for(n_entries: int) -> bool:
+    """Whether an input of ``n_entries`` entries is worth a parallel launch (see PARALLEL_MIN_ENTRIES)."""
+    return n_entries >= PARALLEL_MIN_ENTRIES
+
+
+def launch(parallel_kernel: Callable, serial_kernel: Callable, n_entries: int, *args: Any) -> Any:
+    """Run ``parallel_kernel(*args)``, one launch at a time, on a large input; ``serial_kernel(*args)``
+    on a small one, with no lock and without the GIL, so threads may run it at once."""
+    if parallel_for(n_entries):
+        with PARALLEL_LAUNCH:
+            return parallel_kernel(*args)
+    return serial_kernel(*args)
+
+
+def _turn(n_entries: int) -> contextlib.AbstractContextManager:
+    """The launch lock where a parallel kernel may run, so that a subclass whose ``_bits`` launches
+    one directly still takes turns; small inputs need none."""
+    return PARALLEL_LAUNCH if parallel_for(n_entries) else contextlib.nullcontext()
 
 
 class Compressor(abc.ABC):
@@ -43,12 +89,15 @@ class Compressor(abc.ABC):
 
     @abc.abstractmethod
     def _bits(self, entries: np.ndarray) -> np.ndarray:
-        """Code length in bits of every row of a C-contiguous ``(E, 128)`` uint8 array."""
+        """Code length in bits of every row of a C-contiguous ``(E, 128)`` uint8 array.
+
+        Run compiled kernels through :func:`launch`, which picks the serial or parallel copy.
+        """
 
     def bits(self, data: object) -> np.ndarray:
         """Compressed size in bits of each 128-byte entry of ``data`` (uint16[E])."""
         entries = as_entries(data)
-        with PARALLEL_LAUNCH:
+        with _turn(entries.shape[0]):
             return self._bits(entries)
 
     def sectors(self, data: object, zero_flag: bool = True) -> np.ndarray:
@@ -57,7 +106,7 @@ class Compressor(abc.ABC):
         ``zero_flag``: an all-zero entry is marked in metadata and stores 0 sectors.
         """
         entries = as_entries(data)
-        with PARALLEL_LAUNCH:
+        with _turn(entries.shape[0]):
             return sectors_from_bits(self._bits(entries), entries, zero_flag)
 
     def get_config(self) -> dict[str, Any]:
@@ -73,8 +122,7 @@ def sectors_from_bits(bits: np.ndarray, entries: np.ndarray, zero_flag: bool = T
     entries = as_entries(entries)
     if bits.shape != (entries.shape[0],):
         raise ValueError(f"bits has shape {bits.shape}, expected ({entries.shape[0]},) to match entries")
-    with PARALLEL_LAUNCH:
-        return _sectors(bits, entries.view(np.uint64), bool(zero_flag))
+    return launch(_sectors, _sectors_serial, bits.shape[0], bits, entries.view(np.uint64), bool(zero_flag))
 
 
 @nb.njit(parallel=True, cache=True)
@@ -93,3 +141,6 @@ def _sectors(bits, words, zero_flag):
                 s = 0
         out[e] = s
     return out
+
+
+_sectors_serial = serial(_sectors)

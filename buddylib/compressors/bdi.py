@@ -38,7 +38,7 @@ from typing import ClassVar
 import numba as nb
 import numpy as np
 
-from buddylib.compressors.abc import PARALLEL_LAUNCH, Compressor
+from buddylib.compressors.abc import Compressor, launch, serial
 from buddylib.entries import as_entries
 
 #: Names of the encoding ids returned by :meth:`BDI.encodings`, by id.
@@ -136,10 +136,13 @@ def _bdi_kernel(w64, w32, w16, code_bits):
     return enc, bits
 
 
+_bdi_kernel_serial = serial(_bdi_kernel)
+
+
 def _run(entries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Encoding ids and bits of a C-contiguous (E, 128) uint8 array (little-endian host)."""
     views = entries.view(np.uint64), entries.view(np.uint32), entries.view(np.uint16)
-    return _bdi_kernel(*views, ENCODING_BITS)
+    return launch(_bdi_kernel, _bdi_kernel_serial, entries.shape[0], *views, ENCODING_BITS)
 
 
 class BDI(Compressor):
@@ -157,6 +160,4 @@ class BDI(Compressor):
         Reported beside the size because which encoding wins (e.g. many b4d1 entries in
         integer index arrays) explains *why* a workload compresses, not only how much.
         """
-        entries = as_entries(data)
-        with PARALLEL_LAUNCH:
-            return _run(entries)[0]
+        return _run(as_entries(data))[0]

@@ -16,10 +16,11 @@ Three paths share one plane traversal:
   the data) for whole buffers; :mod:`buddylib.compressors.codec` exposes it as a numcodecs
   and a zarr v3 codec.
 
-Every kernel exists twice: ``parallel=True`` (the default, for one large buffer) and a serial
-copy that releases the GIL (``BPC(width, parallel=False)``), for callers that parallelise
-across buffers on their own threads, as zarr does across chunks: numba's parallel kernels
-must not be entered from several threads at once (its ``workqueue`` layer aborts the
+Every kernel exists twice: a parallel one, for one large buffer, and a serial copy that
+releases the GIL, which runs inputs below ``abc.PARALLEL_MIN_ENTRIES`` (starting threads costs
+more than it saves there) and every input of ``BPC(width, parallel=False)``, for callers that
+parallelise across buffers on their own threads, as zarr does across chunks: numba's parallel
+kernels must not be entered from several threads at once (its ``workqueue`` layer aborts the
 interpreter), while the serial copies may.
 
 The decoder accepts exactly the streams the encoder produces: every read is bounds-checked
@@ -32,14 +33,13 @@ from __future__ import annotations
 
 import contextlib
 import struct
-import types
 import zlib
 from typing import Any
 
 import numba as nb
 import numpy as np
 
-from buddylib.compressors.abc import PARALLEL_LAUNCH, Compressor
+from buddylib.compressors.abc import PARALLEL_LAUNCH, Compressor, parallel_for, serial
 from buddylib.entries import ENTRY_BYTES, as_entries, n_entries
 
 CHUNK = 256  # entries per parallel work item; scratch buffers are allocated once per chunk
@@ -512,22 +512,7 @@ def _decode_kernel(payload, offsets, lengths, width, out, errors):
             errors[e] = _decode_entry(payload, offsets[e], np.int64(lengths[e]), width, s, p, out, e)
 
 
-def _serial(kernel: Any) -> Any:
-    """The same kernel compiled without ``parallel`` (prange runs as range) and without the GIL.
-
-    It is compiled from a renamed copy of the Python function because numba's on-disk cache
-    keys an entry by the function's name and bytecode, not by its compile flags: a plain
-    ``njit(cache=True)(kernel.py_func)`` would share (and load) the parallel kernel's entry.
-    """
-    f = kernel.py_func
-    name = f"{f.__name__}_serial"
-    g = types.FunctionType(f.__code__, f.__globals__, name, f.__defaults__, f.__closure__)
-    g.__qualname__ = name
-    g.__module__ = f.__module__
-    g.__doc__ = f"Serial, GIL-free copy of :func:`{f.__name__}`."
-    return nb.njit(cache=True, nogil=True)(g)
-
-
+_serial = serial  # the serial, GIL-free copy of a kernel (abc.serial)
 _bits_kernel_serial = _serial(_bits_kernel)
 _encode_kernel_serial = _serial(_encode_kernel)
 _decode_kernel_serial = _serial(_decode_kernel)
@@ -557,9 +542,9 @@ class BPC(Compressor):
     >>> bytes(bpc.decode(bpc.encode(x))) == x.tobytes()
     True
 
-    ``parallel=False`` runs serial kernels that release the GIL: the same results, safe to
-    call from several threads at once (numba's parallel kernels are not, under its
-    ``workqueue`` threading layer).
+    ``parallel=False`` runs serial kernels that release the GIL on every input (with the default,
+    only inputs below ``abc.PARALLEL_MIN_ENTRIES`` entries do): the same results, safe to call from
+    several threads at once (numba's parallel kernels are not, under its ``workqueue`` threading layer).
     """
 
     def __init__(self, width: int = 32, *, parallel: bool = True):
@@ -572,15 +557,20 @@ class BPC(Compressor):
     def __repr__(self) -> str:
         return f"BPC(width={self.width})" if self.parallel else f"BPC(width={self.width}, parallel=False)"
 
-    def _launch(self) -> contextlib.AbstractContextManager:
-        """One parallel launch at a time (``abc.PARALLEL_LAUNCH``); serial kernels need no turn."""
-        return PARALLEL_LAUNCH if self.parallel else contextlib.nullcontext()
+    def _kernels(self, n_entries: int) -> tuple[tuple[Any, Any, Any], contextlib.AbstractContextManager]:
+        """The (bits, encode, decode) kernels for an input of ``n_entries``, and the lock they need:
+        one parallel launch at a time (``abc.PARALLEL_LAUNCH``); serial kernels need no turn."""
+        if self.parallel and parallel_for(n_entries):
+            return _KERNELS[True], PARALLEL_LAUNCH
+        return _KERNELS[False], contextlib.nullcontext()
 
     def _words(self, entries: np.ndarray) -> np.ndarray:
         return entries.view(np.uint32 if self.width == 32 else np.uint64)
 
     def _bits(self, entries: np.ndarray) -> np.ndarray:
-        return _KERNELS[self.parallel][0](self._words(entries), self.width)
+        (bits_kernel, _, _), turn = self._kernels(entries.shape[0])
+        with turn:
+            return bits_kernel(self._words(entries), self.width)
 
     def encode_entries(self, data: object) -> tuple[np.ndarray, np.ndarray]:
         """Encode every entry: ``(lengths, payload)``.
@@ -591,8 +581,8 @@ class BPC(Compressor):
         """
         entries = as_entries(data)
         words = self._words(entries)
-        bits_kernel, encode_kernel, _ = _KERNELS[self.parallel]
-        with self._launch():
+        (bits_kernel, encode_kernel, _), turn = self._kernels(entries.shape[0])
+        with turn:
             lengths = bits_kernel(words, self.width)
             offsets = _offsets(lengths)
             payload = np.empty(int(offsets[-1]), dtype=np.uint8)
@@ -628,8 +618,9 @@ class BPC(Compressor):
                              f"entry's code (lengths and payload do not match)")
         out = np.empty((lengths.size, ENTRY_BYTES), dtype=np.uint8)
         errors = np.zeros(lengths.size, dtype=np.uint8)
-        with self._launch():
-            _KERNELS[self.parallel][2](payload, offsets, lengths, self.width, self._words(out), errors)
+        (_, _, decode_kernel), turn = self._kernels(lengths.size)
+        with turn:
+            decode_kernel(payload, offsets, lengths, self.width, self._words(out), errors)
         bad = np.flatnonzero(errors)
         if bad.size:
             e = int(bad[0])

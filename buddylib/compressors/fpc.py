@@ -31,7 +31,7 @@ from typing import ClassVar
 import numba as nb
 import numpy as np
 
-from buddylib.compressors.abc import Compressor
+from buddylib.compressors.abc import Compressor, launch, serial
 
 _RUN_BITS = 6
 _WORDS = 32
@@ -88,6 +88,9 @@ def _fpc_kernel(words):
     return out
 
 
+_fpc_kernel_serial = serial(_fpc_kernel)
+
+
 class FPC(Compressor):
     """Frequent Pattern Compression over the 32 little-endian 32-bit words of an entry."""
 
@@ -95,4 +98,4 @@ class FPC(Compressor):
     max_bits: ClassVar[int] = _WORDS * 35
 
     def _bits(self, entries: np.ndarray) -> np.ndarray:
-        return _fpc_kernel(entries.view(np.uint32))
+        return launch(_fpc_kernel, _fpc_kernel_serial, entries.shape[0], entries.view(np.uint32))

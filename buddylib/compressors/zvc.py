@@ -14,7 +14,7 @@ from typing import ClassVar
 import numba as nb
 import numpy as np
 
-from buddylib.compressors.abc import Compressor
+from buddylib.compressors.abc import Compressor, launch, serial
 
 
 @nb.njit(parallel=True, cache=True)
@@ -31,6 +31,9 @@ def _zvc_kernel(words):
     return out
 
 
+_zvc_kernel_serial = serial(_zvc_kernel)
+
+
 class ZVC(Compressor):
     """Zero-value compression: a word mask plus the nonzero 32-bit words."""
 
@@ -38,4 +41,4 @@ class ZVC(Compressor):
     max_bits: ClassVar[int] = 32 + 32 * 32
 
     def _bits(self, entries: np.ndarray) -> np.ndarray:
-        return _zvc_kernel(entries.view(np.uint32))
+        return launch(_zvc_kernel, _zvc_kernel_serial, entries.shape[0], entries.view(np.uint32))
