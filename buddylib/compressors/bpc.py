@@ -23,6 +23,11 @@ parallelise across buffers on their own threads, as zarr does across chunks: num
 kernels must not be entered from several threads at once (its ``workqueue`` layer aborts the
 interpreter), while the serial copies may.
 
+Speed comes from the layout of each entry's bit-planes (see the kernels' comment): the
+per-plane work is a vectorised loop across planes, so the size path and the encoder cost no
+branch per plane; the encoder appends codes with a branch-free bit writer and the decoder reads
+64-bit windows. The codes are those of SPEC §2.1 bit for bit (tests/test_bpc.py's reference).
+
 The decoder accepts exactly the streams the encoder produces: every read is bounds-checked
 against the entry's stated length, and a code that is not the canonical encoding of the
 data it decodes to is rejected, so a damaged stream raises ``ValueError`` naming the entry
@@ -38,13 +43,10 @@ from typing import Any
 
 import numba as nb
 import numpy as np
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from buddylib.compressors.abc import PARALLEL_LAUNCH, Compressor, parallel_for, serial
 from buddylib.entries import ENTRY_BYTES, as_entries, n_entries
-
-CHUNK = 256  # entries per parallel work item; scratch buffers are allocated once per chunk
-PLANE_SCRATCH = 81  # 65 planes + 16 deltas (W = 64)
-SCRATCH_BYTES = 160  # one entry's code is at most 1105 bits = 139 bytes, plus 8 for peeking
 
 # Decoder error codes -> messages (0 = ok).
 _ERRORS = {
@@ -78,87 +80,106 @@ class _Params:
 # ---------------------------------------------------------------------------------------
 # compiled kernels (W = 32 and W = 64 share them; the width enters as constants)
 # ---------------------------------------------------------------------------------------
+#
+# One entry's bit-planes live in a scratch of SCRATCH_WORDS uint64 words ``a``, read through
+# its uint32 view ``a32`` (W = 32) or uint16 view ``a16`` (W = 64), laid out so that the
+# plane above plane b (the previous one in code order) sits at a constant offset: then the
+# per-plane work of the size path and the encoder (XOR with the plane above, classify,
+# count) is one loop without a loop-carried dependency, which LLVM vectorises across
+# planes, and costs no branch per plane.
+#
+# * W = 32: ``a32[b]`` is plane b for b < 32, ``a32[32]`` the sign plane; the plane above
+#   ``a32[b]`` is ``a32[b + 1]``.
+# * W = 64: the four 16 x 16 transposes leave plane 16q + c in lane q of word c, i.e.
+#   ``a16[4c + q]``; words 16..19 repeat words 0..3 shifted down one lane (lane 3: the sign
+#   plane, then the sentinels), so the plane above ``a16[i]`` is ``a16[i + 4]`` for every
+#   plane, and the sign plane is ``a16[67]``.
+#
+# After the last plane come the sentinels 0, 1, 0: plane W has "plane" 0 above it (the
+# DBX of the first plane is the plane itself), and neither sentinel is a zero DBX plane,
+# so a run of zero planes never extends past plane W.
+
+CHUNK = 256  # entries per parallel work item; scratch buffers are allocated once per chunk
+SCRATCH_WORDS = 32  # planes and sentinels of one entry, plus the lanes the vector loops over-read
+CODE_WORDS = 20  # decoder: one entry's code (at most 1105 bits) as big-endian uint64 words, then zeros
+CODE_WORDS32 = 40  # encoder: one entry's code as big-endian 32-bit words, after a dummy word
+SCRATCH_BYTES = 160  # decoder: one entry's code bytes (at most 139), then 16 zero bytes
+LANES32 = 48  # planes the W = 32 plane loops visit: 33 real ones, rounded up to whole vectors
+LANES64 = 96  # lanes the W = 64 plane loops visit (a16[0:96]); real planes: i < 64 and i == 67
+SIGN64 = 67  # a16 index of the W = 64 sign plane
 
 
 @nb.njit(inline="always")
-def _transpose(a, off, n, rep):
-    """In place, transpose the n x n bit matrix a[off:off+n] (row i, bit j -> row j, bit i).
-
-    ``rep`` replicates the masks across 64 / n lanes of each uint64 (1 for n = 32;
-    0x0001000100010001 for n = 16), so one call transposes four 16 x 16 blocks at once.
-    """
-    j = n >> 1
-    m = (np.uint64(1) << np.uint64(j)) - np.uint64(1)
-    while j != 0:
-        mr = m * rep
-        k = 0
-        while k < n:
-            t = ((a[off + k] >> np.uint64(j)) ^ a[off + k + j]) & mr
-            a[off + k + j] ^= t
-            a[off + k] ^= t << np.uint64(j)
-            k = (k + j + 1) & ~j
-        j >>= 1
-        m ^= m << np.uint64(j)
+def _stage(a, h, j, m):
+    """One stage of a bit-matrix transpose of a[0:16]: swap the j-bit blocks masked by m
+    between words k and k + h (for every k with k & h == 0)."""
+    for k0 in range(0, 16, 2 * h):
+        for k in range(k0, k0 + h):
+            t = ((a[k] >> np.uint64(j)) ^ a[k + h]) & np.uint64(m)
+            a[k + h] ^= t
+            a[k] ^= t << np.uint64(j)
 
 
 @nb.njit(inline="always")
-def _transpose32(a, off):
-    """Transpose a 32 x 32 bit matrix packed two rows per uint64 (row k | row k+16 << 32).
-
-    The first stage (swap 16 x 16 blocks) happens inside each word; the other four run
-    on both 32-bit lanes at once.
-    """
-    for k in range(16):
-        x = a[off + k]
-        t = ((x >> np.uint64(16)) ^ (x >> np.uint64(32))) & np.uint64(0xFFFF)
-        a[off + k] = x ^ ((t << np.uint64(32)) | (t << np.uint64(16)))
-    _transpose(a, off, 16, np.uint64(0x0001000100010001))
+def _transpose32(a):
+    """Transpose the 32 x 32 bit matrix whose row r is ``a.view(uint32)[r]`` (rows 2w and 2w + 1
+    share word w): row r, bit j -> row j, bit r. Its own inverse (deltas -> planes -> deltas)."""
+    for k in range(16):  # swap row-index bit 0 with column bit 0, inside each word
+        x = a[k]
+        t = ((x >> np.uint64(1)) ^ (x >> np.uint64(32))) & np.uint64(0x55555555)
+        a[k] = x ^ ((t << np.uint64(32)) | (t << np.uint64(1)))
+    _stage(a, 8, 16, 0x0000FFFF0000FFFF)  # row-index bit 4 with column bit 4
+    _stage(a, 4, 8, 0x00FF00FF00FF00FF)
+    _stage(a, 2, 4, 0x0F0F0F0F0F0F0F0F)
+    _stage(a, 1, 2, 0x3333333333333333)
 
 
 @nb.njit(inline="always")
-def _planes(words, e, width, p):
-    """Fill p[0..width] with the DBP bit-planes of entry e's deltas; return the base word.
+def _transpose16x4(a):
+    """Transpose the four 16 x 16 bit matrices in the 16-bit lanes of a[0:16], lane by lane
+    (row i of lane q is bits 16q..16q+15 of a[i]). Its own inverse."""
+    _stage(a, 8, 8, 0x00FF00FF00FF00FF)
+    _stage(a, 4, 4, 0x0F0F0F0F0F0F0F0F)
+    _stage(a, 2, 2, 0x3333333333333333)
+    _stage(a, 1, 1, 0x5555555555555555)
 
-    Plane b holds bit b of delta i at bit position i; plane ``width`` holds the sign bits
-    of the (width+1)-bit exact deltas.
+
+@nb.njit(inline="always")
+def _planes32(words, e, a, a32):
+    """Lay out entry e's W = 32 DBP planes and sentinels in ``a`` (see above); return the base.
+
+    Plane b holds bit b of delta i at bit i; the sign plane holds the sign bits of the
+    33-bit exact deltas.
     """
-    nw = words.shape[1]
     sign = np.uint64(0)
-    if width == 32:
-        for i in range(16):  # delta i and delta i+16 share p[65 + i]
-            a = np.int64(np.int32(words[e, i]))
-            b = np.int64(np.int32(words[e, i + 1]))
-            lo = np.uint64((b - a) & 0xFFFFFFFF)
-            if b < a:
-                sign |= np.uint64(1) << np.uint64(i)
-            hi = np.uint64(0)
-            if i < 15:
-                a = np.int64(np.int32(words[e, i + 16]))
-                b = np.int64(np.int32(words[e, i + 17]))
-                hi = np.uint64((b - a) & 0xFFFFFFFF)
-                if b < a:
-                    sign |= np.uint64(1) << np.uint64(i + 16)
-            p[65 + i] = lo | (hi << np.uint64(32))
-        _transpose32(p, 65)
-        for c in range(16):
-            p[c] = p[65 + c] & np.uint64(0xFFFFFFFF)
-            p[16 + c] = p[65 + c] >> np.uint64(32)
-        p[32] = sign
-    else:
-        for i in range(nw - 1):  # deltas go to p[65:81], out of the planes' way
-            a = np.int64(words[e, i])
-            b = np.int64(words[e, i + 1])
-            p[65 + i] = np.uint64(words[e, i + 1] - words[e, i])
-            if b < a:
-                sign |= np.uint64(1) << np.uint64(i)
-        p[65 + nw - 1] = 0
-        # four 16 x 16 transposes at once, one per 16-bit lane; row c, lane q = plane 16q + c
-        _transpose(p, 65, 16, np.uint64(0x0001000100010001))
-        for q in range(4):
-            for c in range(16):
-                p[16 * q + c] = (p[65 + c] >> np.uint64(16 * q)) & np.uint64(0xFFFF)
-        p[64] = sign
-    return np.int64(words[e, 0]) if width == 64 else np.int64(np.int32(words[e, 0]))
+    for i in range(31):
+        x = words[e, i]
+        y = words[e, i + 1]
+        a32[i] = y - x  # the low 32 bits of the delta
+        sign |= np.uint64(np.int32(y) < np.int32(x)) << np.uint64(i)
+    a32[31] = 0
+    _transpose32(a)
+    a[16] = sign  # a32[32] = signs, a32[33] = 0
+    a[17] = 1  # a32[34] = 1, a32[35] = 0
+    return np.int64(np.int32(words[e, 0]))
+
+
+@nb.njit(inline="always")
+def _planes64(words, e, a):
+    """Lay out entry e's W = 64 DBP planes and sentinels in ``a`` (see above); return the base."""
+    sign = np.uint64(0)
+    for i in range(15):
+        x = words[e, i]
+        y = words[e, i + 1]
+        a[i] = y - x
+        sign |= np.uint64(np.int64(y) < np.int64(x)) << np.uint64(i)
+    a[15] = 0
+    _transpose16x4(a)
+    a[16] = (a[0] >> np.uint64(16)) | (sign << np.uint64(48))
+    a[17] = a[1] >> np.uint64(16)
+    a[18] = (a[2] >> np.uint64(16)) | (np.uint64(1) << np.uint64(48))
+    a[19] = a[3] >> np.uint64(16)
+    return np.int64(words[e, 0])
 
 
 @nb.njit(inline="always")
@@ -188,31 +209,64 @@ def _plane_class(dbx, dbp, ones):
     return 4
 
 
+# The plane loops below are written in the lanes' own integer type (uint32 for W = 32, uint16
+# for W = 64) so that LLVM packs 16 or 32 planes into one vector register.
+U32 = np.uint32
+U16 = np.uint16
+
+
 @nb.njit(inline="always")
-def _entry_bits(words, e, width, p):
-    base = _planes(words, e, width, p)
-    npb = 31 if width == 32 else 15
-    ones = (np.uint64(1) << np.uint64(npb)) - np.uint64(1)
-    sym = 5 + (5 if width == 32 else 4)  # 5-bit prefix + position
-    run_code = 7 if width == 32 else 8
-    total = _base_bits(base, width)
-    run = 0
-    prev = np.uint64(0)
-    for b in range(width, -1, -1):
-        dbp = p[b]
-        dbx = dbp ^ prev
-        prev = dbp
-        if dbx == 0:
-            run += 1
-            continue
-        if run:
-            total += 3 if run == 1 else run_code
-            run = 0
-        c = _plane_class(dbx, dbp, ones)
-        total += 5 if c <= 1 else (sym if c <= 3 else 1 + npb)
-    if run:
-        total += 3 if run == 1 else run_code
-    return total
+def _planes_bits32(a32):
+    """Code bits of all W = 32 planes (zero-plane runs included), from the layout of _planes32."""
+    ones = U32(0x7FFFFFFF)
+    total = U32(0)
+    for b in range(LANES32):
+        p0 = a32[b]
+        x0 = p0 ^ a32[b + 1]  # this plane's DBX
+        x1 = a32[b + 1] ^ a32[b + 2]  # the DBX above
+        x2 = a32[b + 2] ^ a32[b + 3]  # and the one above that
+        low = x0 & (~x0 + U32(1))
+        c = U32(32)  # raw: 1 + 31
+        c = U32(10) if (x0 == low) | (x0 == low * U32(3)) else c  # one bit or two adjacent: 5 + 5
+        c = U32(5) if (x0 == ones) | (p0 == U32(0)) else c  # all ones, or DBP zero
+        # a zero plane: its run's first plane pays '001' (3 bits), its second raises that to '01' + 5 bits
+        r = U32(0) if x2 == U32(0) else U32(4)
+        r = U32(3) if x1 != U32(0) else r
+        c = r if x0 == U32(0) else c
+        c = c if b <= 32 else U32(0)
+        total = U32(total + c)
+    return np.int64(total)
+
+
+@nb.njit(inline="always")
+def _planes_bits64(a16):
+    """Code bits of all W = 64 planes (zero-plane runs included), from the layout of _planes64."""
+    ones = U16(0x7FFF)
+    total = U16(0)
+    for i in range(LANES64):
+        p0 = a16[i]
+        x0 = U16(p0 ^ a16[i + 4])
+        x1 = U16(a16[i + 4] ^ a16[i + 8])
+        x2 = U16(a16[i + 8] ^ a16[i + 12])
+        low = U16(x0 & U16(~x0 + U16(1)))
+        c = U16(16)  # raw: 1 + 15
+        c = U16(9) if (x0 == low) | (x0 == U16(low * U16(3))) else c  # 5 + 4
+        c = U16(5) if (x0 == ones) | (p0 == U16(0)) else c
+        r = U16(0) if x2 == U16(0) else U16(5)  # '01' + 6 bits = 8 = 3 + 5
+        r = U16(3) if x1 != U16(0) else r
+        c = r if x0 == U16(0) else c
+        c = c if (i < 64) | (i == SIGN64) else U16(0)
+        total = U16(total + c)
+    return np.int64(total)
+
+
+@nb.njit(inline="always")
+def _entry_bits(words, e, width, a, a32, a16):
+    if width == 32:
+        base = _planes32(words, e, a, a32)
+        return _base_bits(base, 32) + _planes_bits32(a32)
+    base = _planes64(words, e, a)
+    return _base_bits(base, 64) + _planes_bits64(a16)
 
 
 @nb.njit(parallel=True, cache=True)
@@ -221,140 +275,208 @@ def _bits_kernel(words, width):
     out = np.empty(n, dtype=np.uint16)
     nchunks = (n + CHUNK - 1) // CHUNK
     for c in nb.prange(nchunks):
-        p = np.empty(PLANE_SCRATCH, dtype=np.uint64)
+        a = np.zeros(SCRATCH_WORDS, dtype=np.uint64)
+        a32 = a.view(np.uint32)
+        a16 = a.view(np.uint16)
         for e in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
-            out[e] = _entry_bits(words, e, width, p)
+            out[e] = _entry_bits(words, e, width, a, a32, a16)
     return out
 
 
 @nb.njit(inline="always")
-def _put(buf, state, value, nbits):
-    """Append the low ``nbits`` (<= 32) of value, MSB first; state = [acc, nacc, byte pos]."""
-    mask = (np.uint64(1) << np.uint64(nbits)) - np.uint64(1)
-    acc = (np.uint64(state[0]) << np.uint64(nbits)) | (np.uint64(value) & mask)
-    nacc = state[1] + nbits
-    pos = state[2]
-    while nacc >= 8:
-        nacc -= 8
-        buf[pos] = np.uint8((acc >> np.uint64(nacc)) & np.uint64(0xFF))
-        pos += 1
-    state[0] = np.int64(acc & ((np.uint64(1) << np.uint64(nacc)) - np.uint64(1)))
-    state[1] = nacc
-    state[2] = pos
+def _symbols32(a32, sv, sl):
+    """Code of each W = 32 plane b without its run prefix: value sv[b], length sl[b] (0: zero plane)."""
+    ones = U32(0x7FFFFFFF)
+    for b in range(LANES32):
+        p0 = a32[b]
+        x0 = p0 ^ a32[b + 1]
+        low = x0 & (~x0 + U32(1))
+        at = U32(trailing_zeros(x0) & 31)
+        v = U32(0x80000000) | x0  # '1' + 31 bits
+        n = U32(32)
+        v = U32(U32(0x40) | at) if x0 == low * U32(3) else v  # '00010' + position
+        v = U32(U32(0x60) | at) if x0 == low else v  # '00011' + position
+        n = U32(10) if (x0 == low) | (x0 == low * U32(3)) else n
+        v = U32(1) if p0 == U32(0) else v  # '00001'
+        v = U32(0) if x0 == ones else v  # '00000'
+        n = U32(5) if (x0 == ones) | (p0 == U32(0)) else n
+        v = U32(0) if x0 == U32(0) else v  # a zero plane writes nothing
+        n = U32(0) if x0 == U32(0) else n
+        sv[b] = v
+        sl[b] = n
 
 
 @nb.njit(inline="always")
-def _put_run(buf, st, run, width):
-    if run == 1:
-        _put(buf, st, 1, 3)  # 001
+def _symbols64(a16, sv, sl):
+    """As _symbols32 for W = 64, over the lanes of _planes64."""
+    ones = U16(0x7FFF)
+    for i in range(LANES64):
+        p0 = a16[i]
+        x0 = U16(p0 ^ a16[i + 4])
+        low = U16(x0 & U16(~x0 + U16(1)))
+        three = U16(low * U16(3))
+        at = U16(trailing_zeros(x0) & 15)
+        v = U16(U16(0x8000) | x0)  # '1' + 15 bits
+        n = U16(16)
+        v = U16(U16(0x20) | at) if x0 == three else v  # '00010' + 4-bit position
+        v = U16(U16(0x30) | at) if x0 == low else v  # '00011' + position
+        n = U16(9) if (x0 == low) | (x0 == three) else n
+        v = U16(1) if p0 == U16(0) else v
+        v = U16(0) if x0 == ones else v
+        n = U16(5) if (x0 == ones) | (p0 == U16(0)) else n
+        v = U16(0) if x0 == U16(0) else v
+        n = U16(0) if x0 == U16(0) else n
+        sv[i] = v
+        sl[i] = n
+
+
+@nb.njit(inline="always")
+def _bswap32(x):
+    """The low 32 bits of x, byte-reversed (a single instruction once compiled)."""
+    return (((x & np.uint64(0xFF)) << np.uint64(24)) | ((x & np.uint64(0xFF00)) << np.uint64(8))
+            | ((x >> np.uint64(8)) & np.uint64(0xFF00)) | ((x >> np.uint64(24)) & np.uint64(0xFF)))
+
+
+@nb.njit(inline="always")
+def _put(o32, acc, pos, value, nbits):
+    """Append the low ``nbits`` (0..32) of value to the code, MSB first; return (acc, pos).
+
+    ``acc`` holds the code's last bits right-aligned, ``pos`` its length. The last complete
+    32-bit word of the code, word ``pos // 32 - 1``, is stored big-endian at ``o32[pos // 32]``
+    on every call, with no branch: a put completes at most one word, and only ``pos`` (an add)
+    and ``acc`` (a shift and an or) chain from one put to the next. value must be below 2**nbits.
+    """
+    acc = (acc << np.uint64(nbits)) | np.uint64(value)
+    pos += nbits
+    o32[np.uint64(pos) >> np.uint64(5)] = np.uint32(_bswap32(acc >> np.uint64(pos & 31)))
+    return acc, pos
+
+
+@nb.njit(inline="always")
+def _run_code(run, rb):
+    """(value, bits) of the code of a run of ``run`` zero planes ((0, 0) for none)."""
+    value = (1 << rb) | (run - 2) if run >= 2 else run
+    nbits = 2 + rb if run >= 2 else 3 * run
+    return value, nbits
+
+
+@nb.njit(inline="always")
+def _encode_entry(words, e, width, a, a32, a16, sv32, sl32, sv16, sl16, o32):
+    """Entry e's code into the bytes of o32[1:] (big-endian words); return its length in bits."""
+    if width == 32:
+        base = _planes32(words, e, a, a32)
+        _symbols32(a32, sv32, sl32)
     else:
-        rb = 5 if width == 32 else 6
-        _put(buf, st, 1, 2)  # 01
-        _put(buf, st, run - 2, rb)
-
-
-@nb.njit(inline="always")
-def _encode_entry(words, e, width, p, buf, start, st):
-    """Write entry e's code at byte ``start`` of buf; return the number of bits written."""
-    base = _planes(words, e, width, p)
-    npb = 31 if width == 32 else 15
-    pb = 5 if width == 32 else 4
-    ones = (np.uint64(1) << np.uint64(npb)) - np.uint64(1)
-    st[0] = 0
-    st[1] = 0
-    st[2] = start
+        base = _planes64(words, e, a)
+        _symbols64(a16, sv16, sl16)
+    rb = 5 if width == 32 else 6
+    acc = np.uint64(0)
+    pos = 0
     nbase = _base_bits(base, width)
+    ub = np.uint64(base)
     if nbase == 3:
-        _put(buf, st, 0, 3)
+        acc, pos = _put(o32, acc, pos, 0, 3)
     elif nbase == 1 + width:
-        _put(buf, st, 1, 1)
-        ub = np.uint64(base)
+        acc, pos = _put(o32, acc, pos, 1, 1)
         if width == 64:
-            _put(buf, st, ub >> np.uint64(32), 32)
-        _put(buf, st, ub & np.uint64(0xFFFFFFFF), 32)
+            acc, pos = _put(o32, acc, pos, ub >> np.uint64(32), 32)
+        acc, pos = _put(o32, acc, pos, ub & np.uint64(0xFFFFFFFF), 32)
     else:
         f = nbase - 3
         f0 = 4 if width == 32 else 8
         sel = 1 if f == f0 else (2 if f == 2 * f0 else 3)
-        _put(buf, st, sel, 3)
-        _put(buf, st, np.uint64(base), f)
-    total = nbase
+        field = ub & ((np.uint64(1) << np.uint64(f)) - np.uint64(1))
+        acc, pos = _put(o32, acc, pos, (np.uint64(sel) << np.uint64(f)) | field, nbase)
+    # planes from W down to 0; the run of zero planes above a nonzero plane is written just before it
     run = 0
-    prev = np.uint64(0)
-    for b in range(width, -1, -1):
-        dbp = p[b]
-        dbx = dbp ^ prev
-        prev = dbp
-        if dbx == 0:
-            run += 1
-            continue
-        if run:
-            _put_run(buf, st, run, width)
-            total += 3 if run == 1 else 2 + (5 if width == 32 else 6)
-            run = 0
-        c = _plane_class(dbx, dbp, ones)
-        if c == 0:
-            _put(buf, st, 0, 5)
-            total += 5
-        elif c == 1:
-            _put(buf, st, 1, 5)
-            total += 5
-        elif c <= 3:
-            low = dbx & (~dbx + np.uint64(1))
-            pos = 0
-            while (low >> np.uint64(pos)) != np.uint64(1):
-                pos += 1
-            _put(buf, st, 2 if c == 2 else 3, 5)
-            _put(buf, st, pos, pb)
-            total += 5 + pb
-        else:
-            _put(buf, st, 1, 1)
-            _put(buf, st, dbx, npb)
-            total += 1 + npb
-    if run:
-        _put_run(buf, st, run, width)
-        total += 3 if run == 1 else 2 + (5 if width == 32 else 6)
-    if st[1]:  # flush, zero-padding the last byte
-        _put(buf, st, 0, 8 - st[1])
-    return total
+    if width == 32:
+        for b in range(32, -1, -1):
+            n = np.int64(sl32[np.uint64(b)])
+            nz = n != 0
+            r = run * nz  # the zero planes above this one, if it is not zero itself
+            acc, pos = _put(o32, acc, pos, (r > 1) * (30 + r) + (r == 1), 3 * (r > 0) + 4 * (r > 1))  # 001, 01+5b
+            acc, pos = _put(o32, acc, pos, sv32[np.uint64(b)], n)
+            run = (run + 1) * (1 - nz)
+    else:
+        n = np.int64(sl16[SIGN64])
+        acc, pos = _put(o32, acc, pos, sv16[SIGN64], n)
+        run = 1 - (n != 0)
+        for q in range(3, -1, -1):  # planes 63..0: lane q of words 15..0
+            for c in range(15, -1, -1):
+                i = np.uint64(4 * c + q)
+                n = np.int64(sl16[i])
+                nz = n != 0
+                r = run * nz
+                rv = (r > 1) * (62 + r) + (r == 1)  # 001, or 01 + 6 bits (r - 2)
+                rn = 3 * (r > 0) + 5 * (r > 1)
+                acc, pos = _put(o32, acc, pos, (np.uint64(rv) << np.uint64(n)) | np.uint64(sv16[i]), rn + n)
+                run = (run + 1) * (1 - nz)
+    rv, rn = _run_code(run, rb)  # the zero planes at the bottom
+    acc, pos = _put(o32, acc, pos, rv, rn)
+    r = pos & 31  # the last, partial word, left-aligned
+    o32[(np.uint64(pos) >> np.uint64(5)) + np.uint64(1)] = np.uint32(_bswap32(acc << np.uint64(32 - r)))
+    return pos
 
 
 @nb.njit(parallel=True, cache=True)
 def _encode_kernel(words, width, offsets, payload, lengths):
+    """Write every entry's code at its offset; return how many entries' codes are not ``lengths``
+    long (a bug, never a data condition: those entries' bytes are not written)."""
     n = words.shape[0]
     nchunks = (n + CHUNK - 1) // CHUNK
     bad = 0
     for c in nb.prange(nchunks):
-        p = np.empty(PLANE_SCRATCH, dtype=np.uint64)
-        st = np.empty(3, dtype=np.int64)
+        a = np.zeros(SCRATCH_WORDS, dtype=np.uint64)
+        a32 = a.view(np.uint32)
+        a16 = a.view(np.uint16)
+        sv32 = np.empty(LANES32, dtype=np.uint32)
+        sl32 = np.empty(LANES32, dtype=np.uint32)
+        sv16 = np.empty(LANES64, dtype=np.uint16)
+        sl16 = np.empty(LANES64, dtype=np.uint16)
+        o32 = np.empty(CODE_WORDS32, dtype=np.uint32)
+        o8 = o32.view(np.uint8)
         for e in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
-            if _encode_entry(words, e, width, p, payload, offsets[e], st) != lengths[e]:
+            nbits = _encode_entry(words, e, width, a, a32, a16, sv32, sl32, sv16, sl16, o32)
+            if nbits != lengths[e]:
                 bad += 1
+                continue
+            start = np.uint64(offsets[e])  # unsigned indices: no negative-index wraparound, so LLVM vectorises
+            for i in range(np.uint64((nbits + 7) >> 3)):
+                payload[start + i] = o8[np.uint64(4) + i]
     return bad
 
 
 @nb.njit(inline="always")
-def _get(s, pos, nbits):
-    """Read ``nbits`` (<= 32) bits at bit ``pos`` of the scratch copy s, MSB first."""
-    byte = pos >> 3
-    x = np.uint64(0)
-    for i in range(6):
-        x = (x << np.uint64(8)) | np.uint64(s[byte + i])
-    x = x << np.uint64(16 + (pos & 7))
-    return x >> np.uint64(64 - nbits)
+def _peek(s64, pos):
+    """The 64 code bits from bit ``pos`` on, MSB first, from the big-endian words s64."""
+    i = np.uint64(pos) >> np.uint64(6)
+    sh = np.uint64(pos & 63)
+    return (s64[i] << sh) | ((s64[i + np.uint64(1)] >> np.uint64(1)) >> (np.uint64(63) - sh))
 
 
 @nb.njit(inline="always")
-def _decode_entry(payload, start, length, width, s, p, out, e):
+def _get(s64, pos, nbits):
+    """Read ``nbits`` (1..64) bits at bit ``pos``, MSB first."""
+    return _peek(s64, pos) >> np.uint64(64 - nbits)
+
+
+@nb.njit(inline="always")
+def _decode_entry(payload, start, length, width, s, s64, a, a32, a16, xb, out, e):
     """Decode one entry's code into out[e]; return 0 or an error code of _ERRORS."""
     nbytes = (length + 7) >> 3
-    for i in range(nbytes):
-        s[i] = payload[start + i]
-    for i in range(nbytes, nbytes + 8):
+    ustart = np.uint64(start)  # unsigned indices: no negative-index wraparound, so LLVM vectorises the copy
+    for i in range(np.uint64(nbytes)):
+        s[i] = payload[ustart + i]
+    for i in range(np.uint64(nbytes), np.uint64(nbytes + 16)):
         s[i] = 0
     if length & 7:
         if s[nbytes - 1] & ((1 << (8 - (length & 7))) - 1):
             return 7
+    for j in range((nbytes + 15) >> 3):  # the code as big-endian words, then a zero word
+        x = np.uint64(0)
+        for k in range(8):
+            x = (x << np.uint64(8)) | np.uint64(s[np.uint64(8 * j + k)])
+        s64[j] = x
     npb = 31 if width == 32 else 15
     pb = 5 if width == 32 else 4
     rb = 5 if width == 32 else 6
@@ -363,14 +485,14 @@ def _decode_entry(payload, start, length, width, s, p, out, e):
     # base
     if pos + 1 > length:
         return 1
-    if _get(s, pos, 1) == 1:
+    if _get(s64, pos, 1) == 1:
         if pos + 1 + width > length:
             return 1
         if width == 64:
-            hi = _get(s, pos + 1, 32)
-            ub = (hi << np.uint64(32)) | _get(s, pos + 33, 32)
+            hi = _get(s64, pos + 1, 32)
+            ub = (hi << np.uint64(32)) | _get(s64, pos + 33, 32)
         else:
-            ub = _get(s, pos + 1, 32)
+            ub = _get(s64, pos + 1, 32)
         pos += 1 + width
         base = np.int64(ub) if width == 64 else np.int64(np.int32(np.uint32(ub)))
         if _base_bits(base, width) != 1 + width:
@@ -378,7 +500,7 @@ def _decode_entry(payload, start, length, width, s, p, out, e):
     else:
         if pos + 3 > length:
             return 1
-        sel = np.int64(_get(s, pos, 3))
+        sel = np.int64(_get(s64, pos, 3))
         pos += 3
         if sel == 0:
             base = np.int64(0)
@@ -387,55 +509,55 @@ def _decode_entry(payload, start, length, width, s, p, out, e):
             f = f0 << (sel - 1)
             if pos + f > length:
                 return 1
-            raw = _get(s, pos, f)
+            raw = _get(s64, pos, f)
             pos += f
             base = np.int64(raw)
             if raw >> np.uint64(f - 1):  # sign-extend
                 base -= np.int64(1) << f
             if _base_bits(base, width) != 3 + f:
                 return 4
-    # planes, from b = width down to 0
+    # planes, from b = width down to 0: xb[b] = DBX of plane b (zero planes stay 0)
+    for b in range(width + 1):
+        xb[b] = 0
     b = width
     prev = np.uint64(0)
     after_run = False
     while b >= 0:
         if pos + 1 > length:
             return 1
-        if _get(s, pos, 1) == 1:  # raw plane
+        v = _peek(s64, pos)
+        if v >> np.uint64(63):  # raw plane
             if pos + 1 + npb > length:
                 return 1
-            dbx = _get(s, pos + 1, npb)
+            dbx = (v << np.uint64(1)) >> np.uint64(64 - npb)
             pos += 1 + npb
             dbp = dbx ^ prev
             if dbx == 0 or _plane_class(dbx, dbp, ones) != 4:
                 return 4
             after_run = False
-        elif pos + 2 <= length and _get(s, pos, 2) == 1:  # 01: run of k >= 2 zero planes
+        elif pos + 2 <= length and (v >> np.uint64(62)) == 1:  # 01: run of k >= 2 zero planes
             if after_run:
                 return 4
             if pos + 2 + rb > length:
                 return 1
-            k = np.int64(_get(s, pos + 2, rb)) + 2
+            k = np.int64((v << np.uint64(2)) >> np.uint64(64 - rb)) + 2
             pos += 2 + rb
             if k > b + 1:
                 return 2
-            for _ in range(k):
-                p[b] = prev
-                b -= 1
+            b -= k
             after_run = True
             continue
-        elif pos + 3 <= length and _get(s, pos, 3) == 1:  # 001: one zero plane
+        elif pos + 3 <= length and (v >> np.uint64(61)) == 1:  # 001: one zero plane
             if after_run:
                 return 4
             pos += 3
-            p[b] = prev
             b -= 1
             after_run = True
             continue
         else:
             if pos + 5 > length:
                 return 1
-            sym = _get(s, pos, 5)
+            sym = v >> np.uint64(59)
             pos += 5
             if sym == 0:
                 dbx = ones
@@ -448,7 +570,7 @@ def _decode_entry(payload, start, length, width, s, p, out, e):
             else:
                 if pos + pb > length:
                     return 1
-                at = np.int64(_get(s, pos, pb))
+                at = np.int64((v << np.uint64(5)) >> np.uint64(64 - pb))
                 pos += pb
                 if sym == 2:
                     if at > npb - 2:
@@ -462,38 +584,39 @@ def _decode_entry(payload, start, length, width, s, p, out, e):
                 if dbx == ones or dbp == 0:
                     return 4
             after_run = False
-        p[b] = dbp
+        xb[np.uint64(b)] = dbx
         prev = dbp
         b -= 1
     if pos != length:
         return 5
-    # planes -> deltas -> words
-    sign = p[width]
+    # DBX -> planes (into the layout of the planes kernels) -> deltas -> words
+    p = np.uint64(0)
     if width == 32:
-        for c in range(16):
-            p[65 + c] = p[c] | (p[16 + c] << np.uint64(32))
-        _transpose32(p, 65)  # row i = delta i, row i+16 = delta i+16
-        for c in range(16):
-            p[c] = p[65 + c] & np.uint64(0xFFFFFFFF)
-            p[16 + c] = p[65 + c] >> np.uint64(32)
+        p = xb[32]
+        sign = p
+        for b in range(31, -1, -1):
+            p ^= xb[b]
+            a32[b] = np.uint32(p)
+        _transpose32(a)  # a32[i] is now delta i
         w = np.uint32(np.int32(base))
         out[e, 0] = w
         for i in range(31):
-            nxt = np.uint32(w + np.uint32(p[i]))
+            nxt = np.uint32(w + a32[i])
             if (np.int32(nxt) < np.int32(w)) != ((sign >> np.uint64(i)) & np.uint64(1) == 1):
                 return 6
             out[e, i + 1] = nxt
             w = nxt
     else:
-        for c in range(16):
-            p[65 + c] = 0
-            for q in range(4):
-                p[65 + c] |= p[16 * q + c] << np.uint64(16 * q)
-        _transpose(p, 65, 16, np.uint64(0x0001000100010001))  # row i is now delta i
+        p = xb[64]
+        sign = p
+        for b in range(63, -1, -1):
+            p ^= xb[b]
+            a16[4 * (b & 15) + (b >> 4)] = np.uint16(p)
+        _transpose16x4(a)  # a[i] is now delta i
         w64 = np.uint64(base)
         out[e, 0] = w64
         for i in range(15):
-            nxt = w64 + p[65 + i]
+            nxt = w64 + a[i]
             if (np.int64(nxt) < np.int64(w64)) != ((sign >> np.uint64(i)) & np.uint64(1) == 1):
                 return 6
             out[e, i + 1] = nxt
@@ -507,9 +630,16 @@ def _decode_kernel(payload, offsets, lengths, width, out, errors):
     nchunks = (n + CHUNK - 1) // CHUNK
     for c in nb.prange(nchunks):
         s = np.empty(SCRATCH_BYTES, dtype=np.uint8)
-        p = np.empty(PLANE_SCRATCH, dtype=np.uint64)
+        s64 = np.empty(CODE_WORDS, dtype=np.uint64)
+        a = np.zeros(SCRATCH_WORDS, dtype=np.uint64)
+        a32 = a.view(np.uint32)
+        a16 = a.view(np.uint16)
+        xb = np.empty(65, dtype=np.uint64)
         for e in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
-            errors[e] = _decode_entry(payload, offsets[e], np.int64(lengths[e]), width, s, p, out, e)
+            errors[e] = _decode_entry(payload, offsets[e], np.int64(lengths[e]), width, s, s64, a, a32, a16, xb,
+                                      out, e)
+
+
 
 
 _serial = serial  # the serial, GIL-free copy of a kernel (abc.serial)
