@@ -111,7 +111,7 @@ def slowdowns(names: Sequence[str], scale: str | float = "quick", seed: int = 0,
         ds["effective_ratio"] = ((), ratio, {"units": "1"})
         ds = ds.expand_dims(workload=[name])
         ds.attrs["code"] = code_version(*ANALYSIS_SOURCES)
-        ds.to_netcdf(cache)
+        save_cache(ds, cache)
         out.append(ds)
     return xr.concat(out, "workload", coords="different", compat="equals", join="outer",
                      combine_attrs="drop_conflicts")
@@ -180,8 +180,7 @@ def memory_vs_batch(names: Sequence[str], batches: Sequence[int], scale: str | f
         ds.attrs.update(compressor=compressor, threshold=threshold, scale=str(scale), seed=seed, steps=steps,
                         code=code_version(*ANALYSIS_SOURCES))
         ds = ds.expand_dims(workload=[name])
-        Path(data).mkdir(parents=True, exist_ok=True)
-        ds.to_netcdf(cache)
+        save_cache(ds, cache)
         out.append(ds)
     return xr.concat(out, "workload", join="outer", fill_value=0, combine_attrs="drop_conflicts")
 
@@ -222,6 +221,23 @@ def largest_batch(ds: xr.Dataset, budget: xr.DataArray | float) -> xr.Dataset:
                  ("batch_gain", "1"), ("speedup", "1")):
         out[v].attrs["units"] = u
     return out
+
+
+def save_cache(ds: xr.Dataset, path: Path) -> None:
+    """Write a cached result under a temporary name and move it into place: processes that compute the same
+    result at once (parallel notebooks, test workers) never read a half-written file."""
+    import os
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".nc")
+    os.close(fd)
+    try:
+        ds.to_netcdf(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def _load_cached(path: Path) -> xr.Dataset:

@@ -60,8 +60,7 @@ def maturity(names: Sequence[str], scale: str | float = "default", steps: int | 
         if frozen(data):
             raise ValueError(f"{cache}: not among the committed fixtures in {data}; pass another data folder")
         out.append(_maturity_run(name, scale, steps, snapshots, seed, key))
-        Path(data).mkdir(parents=True, exist_ok=True)
-        out[-1].to_netcdf(cache)
+        experiments.save_cache(out[-1], cache)
     return xr.concat(out, "workload", join="outer", combine_attrs="drop_conflicts")
 
 
@@ -147,8 +146,7 @@ def framework_accounting(names: Sequence[str], scale: str | float = "default", s
         res = xr.concat(parts, "accounting", join="outer").reindex(point=list(caffe.POINTS))
         res = res.expand_dims(workload=[name])
         res.attrs.update(code=code_version(*ANALYSIS_SOURCES), step=run.step, scale=str(scale))
-        Path(data).mkdir(parents=True, exist_ok=True)
-        res.to_netcdf(cache)
+        experiments.save_cache(res, cache)
         out.append(res)
     return xr.concat(out, "workload", join="outer", combine_attrs="drop_conflicts")
 
