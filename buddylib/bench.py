@@ -3,16 +3,25 @@
 Speed is a feature of this suite, so it is measured here (``make bench``), never asserted
 in a timed test. Three data kinds stand for what GPU memory holds: post-ReLU activations
 (sparse float32), a smooth float64 simulation field, and random 32-bit words (the
-incompressible worst case). Every number is the best of ``repeat`` timed calls after a
-warm-up that triggers (cached) numba compilation.
+incompressible worst case).
+
+Every operation is timed twice, after a warm-up call that loads (or compiles) numba's kernels:
+on one thread (**per core**: MB/s divided by the one thread used) and on every thread
+(**per machine**). Each figure is the median of ``repeat`` (at least 5) timed calls, reported
+with the fastest and slowest. zstd level 1 and lz4 run on the same bytes in the same run: per
+core, one call on the whole buffer; per machine, one slice per thread on a thread pool (both
+release the GIL). Our speeds are given as ratios to theirs, per core and per machine, and the
+targets of issue 14 are checked against those measured numbers.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numba
@@ -21,11 +30,24 @@ import pandas as pd
 from tqdm import tqdm
 
 from buddylib import compressors, report
+from buddylib.compressors import abc
 from buddylib.compressors.reference import reference_compress
 from buddylib.entries import SECTOR_BYTES, as_entries
 
 MiB = 1 << 20
 KINDS = ("sparse", "smooth", "random")
+PEERS = ("zstd-1", "lz4")
+MIN_REPEAT = 5  # a median of fewer calls says little
+#: Our operations, and the peers' operation each is compared with.
+OURS = (("bpc32", "size"), ("bpc32", "encode"), ("bpc32", "decode"), ("bpc64", "size"), ("bpc64", "encode"),
+        ("bpc64", "decode"), ("bdi", "size"), ("fpc", "size"), ("zvc", "size"))
+PEER_OPERATION = {"size": "compress", "encode": "compress", "decode": "decompress"}
+#: Issue 14's targets: BPC-32's size path at least 3x zstd-1's compression per core on every
+#: compressible kind (one that zstd-1 shrinks by more than 1%), and BPC-64 encode and decode at
+#: least 300 MB/s per core on every kind.
+SPEEDUP_TARGET = 3.0
+BPC64_TARGET_MB_S = 300.0
+COMPRESSIBLE = 1.01
 
 
 def make_data(kind: str, nbytes: int, seed: int = 0) -> np.ndarray:
@@ -61,117 +83,274 @@ def relu_feature_maps(n: int, rng: np.random.Generator, side: int = 32, coarse: 
     return np.maximum(maps, 0, out=maps).reshape(-1)[:n]
 
 
-def _best(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t = time.perf_counter()
+def _times(fn: Callable[[], object], repeat: int) -> tuple[np.ndarray, object]:
+    """Seconds of ``repeat`` calls of ``fn`` (warmed up by the caller) and the last result."""
+    out, t = None, np.empty(repeat)
+    for i in range(repeat):
+        t0 = time.perf_counter()
         out = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, out
+        t[i] = time.perf_counter() - t0
+    return t, out
 
 
-def run(mib: int = 256, repeat: int = 3, seed: int = 0, threads: int | None = None,
-        progress: bool = True) -> pd.DataFrame:
-    """Time every compressor on every data kind; one row per (kind, compressor, operation).
+@contextlib.contextmanager
+def _numba_threads(n: int) -> Iterator[None]:
+    before = numba.get_num_threads()
+    numba.set_num_threads(n)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
 
-    Columns: ``kind, compressor, operation, threads, seconds, MB_per_s, MB_per_s_per_core,
-    ratio`` (per-entry compressors: ideal ratio = bytes / (32 B x sectors); references:
-    bytes / compressed bytes), plus ``bits_ratio`` (bytes x 8 / sum of code bits).
+
+def run(mib: int = 256, repeat: int = MIN_REPEAT, seed: int = 0, threads: int | None = None,
+        progress: bool = True, crossover: bool = True) -> pd.DataFrame:
+    """Time every compressor and the peers on every data kind; one row per (kind, compressor, operation).
+
+    Columns: ``kind, compressor, operation, bytes, threads, repeat``; per core (one thread)
+    ``MB_per_s_per_core`` (median) with ``_min``/``_max``; per machine (``threads`` threads)
+    ``MB_per_s`` with ``_min``/``_max`` and ``seconds`` (median); ``ratio`` (per-entry
+    compressors: ideal ratio = bytes / (32 B x sectors); peers: bytes / compressed bytes) and
+    ``bits_ratio`` (bytes x 8 / sum of code bits); and our speed over each peer's, per core and
+    per machine: ``vs_zstd-1_per_core``, ``vs_lz4_per_core``, ``vs_zstd-1_per_machine``,
+    ``vs_lz4_per_machine`` (size and encode against compress, decode against decompress).
+    ``repeat`` is raised to at least 5. With ``crossover``, ``df.attrs["crossover"]`` holds
+    :func:`parallel_crossover`'s table (as ``DataFrame.to_dict()``), which :func:`write` reports.
     """
     threads = threads or numba.config.NUMBA_NUM_THREADS
+    repeat = max(int(repeat), MIN_REPEAT)
     nbytes = mib * MiB
+    load = getattr(os, "getloadavg", lambda: (float("nan"),))()[0]  # other work on the machine skews timings
+    steps = [(k, c, o) for k in KINDS for c, o in (*OURS, *((p, o) for p in PEERS for o in ("compress", "decompress")))]
     rows: list[dict] = []
-    steps = [(k, s) for k in KINDS for s in _steps()]
     bar = tqdm(steps, desc="bench", disable=not progress, unit="step")
     data: dict[str, np.ndarray] = {}
-    for kind, (compressor, operation) in bar:
+    for kind, compressor, operation in bar:
         bar.set_postfix_str(f"{kind} {compressor} {operation}")
         if kind not in data:
             data.clear()
             data[kind] = make_data(kind, nbytes, seed)
-        x = data[kind]
-        rows.extend(_measure(x, kind, compressor, operation, threads, repeat))
-    numba.set_num_threads(threads)
-    df = pd.DataFrame(rows)
-    df["MB_per_s"] = nbytes / df["seconds"] / 1e6
-    df["MB_per_s_per_core"] = df["MB_per_s"] / df["threads"]
+        measure = _measure_peer if compressor in PEERS else _measure_ours
+        rows.append(measure(data[kind], kind, compressor, operation, threads, repeat))
+    df = _with_ratios(pd.DataFrame(rows))
+    df.attrs["load_average_at_start"] = load
+    if crossover:
+        df.attrs["crossover"] = parallel_crossover(threads=threads).to_dict()  # plain data: pandas compares attrs
     return df
 
 
-def _steps() -> list[tuple[str, str]]:
-    steps = [("bpc32", "size"), ("bpc32", "size_1thread"), ("bpc32", "encode"), ("bpc32", "decode"),
-             ("bpc64", "size"), ("bpc64", "encode"), ("bpc64", "decode")]
-    steps += [(name, "size") for name in ("bdi", "fpc", "zvc")]
-    steps += [("zstd-1", "compress"), ("zstd-1", "decompress"), ("lz4", "compress"), ("lz4", "decompress")]
-    return steps
+def _row(x: np.ndarray, kind: str, compressor: str, operation: str, threads: int, t_core: np.ndarray,
+         t_machine: np.ndarray, ratio: float, bits_ratio: float) -> dict:
+    mb = x.nbytes / 1e6
+    return {"kind": kind, "compressor": compressor, "operation": operation, "bytes": x.nbytes, "threads": threads,
+            "repeat": t_core.size,
+            "MB_per_s_per_core": mb / np.median(t_core), "MB_per_s_per_core_min": mb / t_core.max(),
+            "MB_per_s_per_core_max": mb / t_core.min(),
+            "MB_per_s": mb / np.median(t_machine), "MB_per_s_min": mb / t_machine.max(),
+            "MB_per_s_max": mb / t_machine.min(), "seconds": float(np.median(t_machine)),
+            "ratio": ratio, "bits_ratio": bits_ratio}
 
 
-def _measure(x: np.ndarray, kind: str, compressor: str, operation: str, threads: int,
-             repeat: int) -> list[dict]:
+def _measure_ours(x: np.ndarray, kind: str, compressor: str, operation: str, threads: int, repeat: int) -> dict:
     entries = as_entries(x)
-    row = {"kind": kind, "compressor": compressor, "operation": operation, "bytes": x.nbytes}
-    if compressor.startswith(("zstd", "lz4")):
-        import lz4.frame
-        import zstandard
-
-        method = "zstd" if compressor.startswith("zstd") else "lz4"
-        comp = reference_compress(x, method, 1)
-        if operation == "compress":
-            sec, _ = _best(lambda: reference_compress(x, method, 1), repeat)
-        else:
-            dec = zstandard.ZstdDecompressor().decompress if method == "zstd" else lz4.frame.decompress
-            sec, out = _best(lambda: dec(comp), repeat)
-            if bytes(out) != x.tobytes():
-                raise AssertionError(f"{method} round trip failed on {kind}")
-        ratio = x.nbytes / len(comp)
-        return [{**row, "threads": 1, "seconds": sec, "ratio": ratio, "bits_ratio": ratio}]
-
     comp = compressors.get(compressor)
-    n_threads = 1 if operation == "size_1thread" else threads
-    numba.set_num_threads(n_threads)
-    comp.bits(entries[:1024])  # warm-up: load or compile the kernels
-    if operation.startswith("size"):
-        sec, bits = _best(lambda: comp.bits(entries), repeat)
+    if operation == "size":
+        fn: Callable[[], object] = lambda: comp.bits(entries)  # noqa: E731
     elif operation == "encode":
-        sec, (bits, _) = _best(lambda: comp.encode_entries(entries), repeat)
+        fn = lambda: comp.encode_entries(entries)  # noqa: E731
     else:
-        bits, payload = comp.encode_entries(entries)
-        comp.decode_entries(bits[:1], payload[: (int(bits[0]) + 7) // 8])
-        sec, out = _best(lambda: comp.decode_entries(bits, payload), repeat)
+        lengths, payload = comp.encode_entries(entries)
+        fn = lambda: comp.decode_entries(lengths, payload)  # noqa: E731
+    t = {}
+    for n in (1, threads):
+        with _numba_threads(n):
+            out = fn()  # warm-up: loads (or compiles) the kernels
+            if n not in t:
+                t[n], out = _times(fn, repeat)
+    if operation == "size":
+        bits = out
+    elif operation == "encode":
+        bits = out[0]
+    else:
+        bits = lengths
         if not np.array_equal(out, entries):
             raise AssertionError(f"{compressor} round trip failed on {kind}")
     sectors = compressors.sectors_from_bits(bits, entries)
     ratio = entries.size / (SECTOR_BYTES * max(1, int(sectors.sum(dtype=np.int64))))
     bits_ratio = entries.size * 8 / max(1, int(bits.sum(dtype=np.int64)))
-    return [{**row, "threads": n_threads, "seconds": sec, "ratio": ratio, "bits_ratio": bits_ratio}]
+    return _row(x, kind, compressor, operation, threads, t[1], t[threads], ratio, bits_ratio)
+
+
+def _measure_peer(x: np.ndarray, kind: str, compressor: str, operation: str, threads: int, repeat: int) -> dict:
+    import lz4.frame
+    import zstandard
+
+    method = "zstd" if compressor.startswith("zstd") else "lz4"
+    comp = reference_compress(x, method, 1)
+    ratio = x.nbytes / len(comp)
+    slices = np.array_split(x.view(np.uint8), threads)
+    if operation == "compress":
+        whole: Callable[[], object] = lambda: reference_compress(x, method, 1)  # noqa: E731
+        part: Callable[[np.ndarray], object] = lambda s: reference_compress(s, method, 1)  # noqa: E731
+        items: list = slices
+    else:
+        def dec(b: bytes) -> bytes:  # a (de)compressor object per call: they are not thread-safe
+            return zstandard.ZstdDecompressor().decompress(b) if method == "zstd" else lz4.frame.decompress(b)
+
+        whole, part = (lambda: dec(comp)), dec
+        items = [reference_compress(s, method, 1) for s in slices]
+    whole()
+    t_core, out = _times(whole, repeat)
+    if operation == "decompress" and bytes(out) != x.tobytes():  # type: ignore[arg-type]
+        raise AssertionError(f"{method} round trip failed on {kind}")
+    t_machine = t_core
+    if threads > 1:
+        with ThreadPoolExecutor(threads) as pool:
+            sliced = lambda: list(pool.map(part, items))  # noqa: E731
+            sliced()
+            t_machine, _ = _times(sliced, repeat)
+    return _row(x, kind, compressor, operation, threads, t_core, t_machine, ratio, ratio)
+
+
+def _with_ratios(df: pd.DataFrame) -> pd.DataFrame:
+    """Add our speed over each peer's (per core, per machine), from rows of the same run."""
+    df = df.copy()
+    peers = df[df.compressor.isin(PEERS)].set_index(["kind", "compressor", "operation"])
+    for peer in PEERS:
+        for scope, col in (("per_core", "MB_per_s_per_core"), ("per_machine", "MB_per_s")):
+            theirs = [peers[col].get((k, peer, PEER_OPERATION.get(o, "")), np.nan) if c not in PEERS else np.nan
+                      for k, c, o in zip(df.kind, df.compressor, df.operation, strict=True)]
+            df[f"vs_{peer}_{scope}"] = df[col] / np.array(theirs, dtype=float)
+    return df
 
 
 def summary(df: pd.DataFrame) -> pd.DataFrame:
-    """Wide table: MB/s per core for each (compressor, operation) and data kind, plus ratios."""
-    speed = df.pivot_table(index=["compressor", "operation"], columns="kind",
-                           values="MB_per_s_per_core", sort=False)[list(KINDS)]
-    ratio = df.pivot_table(index=["compressor", "operation"], columns="kind", values="ratio",
-                           sort=False)[list(KINDS)]
-    return pd.concat({"MB/s per core": speed.round(0), "ratio": ratio.round(2)}, axis=1)
+    """Wide table per (compressor, operation) and kind: MB/s per core and per machine (medians),
+    our speed over zstd-1's and lz4's per core, and the compression ratio."""
+    def wide(col: str, digits: int) -> pd.DataFrame:
+        return df.pivot_table(index=["compressor", "operation"], columns="kind", values=col,
+                              sort=False)[list(KINDS)].round(digits)
+
+    parts = {"MB/s per core": wide("MB_per_s_per_core", 0), "MB/s per machine": wide("MB_per_s", 0),
+             "x zstd-1 per core": wide("vs_zstd-1_per_core", 2), "x lz4 per core": wide("vs_lz4_per_core", 2),
+             "ratio": wide("ratio", 2)}
+    return pd.concat(parts, axis=1)
+
+
+def spread(df: pd.DataFrame) -> pd.DataFrame:
+    """MB/s per core and per machine as 'median [min-max]' text, per (compressor, operation) and kind."""
+    d = df.copy()
+    for col, label in (("MB_per_s_per_core", "per core"), ("MB_per_s", "per machine")):
+        d[label] = [f"{m:.0f} [{lo:.0f}-{hi:.0f}]" for m, lo, hi in
+                    zip(d[col], d[f"{col}_min"], d[f"{col}_max"], strict=True)]
+    wide = d.pivot_table(index=["compressor", "operation"], columns="kind", values=["per core", "per machine"],
+                         aggfunc="first", sort=False)
+    return wide.reindex(columns=pd.MultiIndex.from_product([["per core", "per machine"], list(KINDS)]))
 
 
 def scaling(df: pd.DataFrame) -> pd.Series:
     """Speed-up of the BPC-32 size path with all threads over one thread, per data kind."""
-    s = df[df.compressor == "bpc32"].pivot_table(index="kind", columns="operation", values="MB_per_s")
-    return (s["size"] / s["size_1thread"]).rename("bpc32 size speed-up")
+    s = df[(df.compressor == "bpc32") & (df.operation == "size")].set_index("kind")
+    return (s["MB_per_s"] / s["MB_per_s_per_core"]).rename("bpc32 size speed-up").reindex(list(KINDS))
+
+
+def targets(df: pd.DataFrame) -> pd.DataFrame:
+    """Issue 14's targets checked against the measured medians: one row per (target, kind) with the
+    measured value, the target, whether it is met and the margin (measured / target)."""
+    rows = []
+    zstd = df[(df.compressor == "zstd-1") & (df.operation == "compress")].set_index("kind")
+    bpc32 = df[(df.compressor == "bpc32") & (df.operation == "size")].set_index("kind")
+    for kind in KINDS:
+        if kind in zstd.index and zstd.loc[kind, "ratio"] > COMPRESSIBLE and kind in bpc32.index:
+            rows.append({"target": f"BPC-32 size >= {SPEEDUP_TARGET:g}x zstd-1 compress, per core", "kind": kind,
+                         "measured": bpc32.loc[kind, "vs_zstd-1_per_core"], "target_value": SPEEDUP_TARGET,
+                         "unit": "x zstd-1"})
+    for op in ("encode", "decode"):
+        sel = df[(df.compressor == "bpc64") & (df.operation == op)].set_index("kind")
+        for kind in KINDS:
+            if kind in sel.index:
+                rows.append({"target": f"BPC-64 {op} >= {BPC64_TARGET_MB_S:g} MB/s per core", "kind": kind,
+                             "measured": sel.loc[kind, "MB_per_s_per_core"], "target_value": BPC64_TARGET_MB_S,
+                             "unit": "MB/s"})
+    t = pd.DataFrame(rows, columns=["target", "kind", "measured", "target_value", "unit"])
+    t["met"] = t["measured"] >= t["target_value"]
+    t["margin"] = t["measured"] / t["target_value"]
+    return t
+
+
+@contextlib.contextmanager
+def _parallel_from(n_entries: int) -> Iterator[None]:
+    before = abc.PARALLEL_MIN_ENTRIES
+    abc.PARALLEL_MIN_ENTRIES = n_entries
+    try:
+        yield
+    finally:
+        abc.PARALLEL_MIN_ENTRIES = before
+
+
+def parallel_crossover(sizes: tuple[int, ...] = (256, 512, 1024, 2048, 4096, 8192), threads: int | None = None,
+                       calls: int = 41, seed: int = 0) -> pd.DataFrame:
+    """How much faster each compressor's parallel path runs than its serial one, by input size.
+
+    Median over ``calls`` of the ratio serial time / parallel time, the two timed back to back
+    (so a burst of load hits both), on smooth data: above 1 the parallel launch pays. This is how
+    ``abc.PARALLEL_MIN_ENTRIES`` was chosen; a table (rows: operations, columns: entries).
+    """
+    threads = threads or numba.config.NUMBA_NUM_THREADS
+    x = as_entries(make_data("smooth", max(sizes) * 128, seed))
+    ops: dict[str, Callable[[np.ndarray], object]] = {
+        name: compressors.get(name).bits for name in ("bpc32", "bpc64", "bdi", "fpc", "zvc")}
+    for w in (32, 64):
+        bpc = compressors.get(f"bpc{w}")
+        ops[f"bpc{w} encode"] = bpc.encode_entries
+        streams = {n: bpc.encode_entries(x[:n]) for n in sizes}
+        ops[f"bpc{w} decode"] = lambda e, bpc=bpc, streams=streams: bpc.decode_entries(*streams[e.shape[0]])
+    bits = compressors.get("bpc32").bits(x)
+    ops["sectors"] = lambda e: compressors.sectors_from_bits(bits[: e.shape[0]], e)
+    table = pd.DataFrame(index=list(ops), columns=list(sizes), dtype=float)
+    with _numba_threads(threads):
+        for name, fn in ops.items():
+            for n in sizes:
+                e = x[:n]
+                r = np.empty(calls)
+                for i in range(calls):
+                    with _parallel_from(1 << 62):
+                        t0 = time.perf_counter()
+                        fn(e)
+                        t1 = time.perf_counter()
+                    with _parallel_from(0):
+                        fn(e)
+                        t2 = time.perf_counter()
+                    r[i] = (t1 - t0) / (t2 - t1)
+                table.loc[name, n] = np.median(r[1:])  # the first call warms up
+    table.columns.name = "entries"
+    return table
 
 
 def environment() -> dict[str, str]:
     """What the numbers were measured on."""
+    load = getattr(os, "getloadavg", lambda: (float("nan"),) * 3)()
     return {
         "machine": platform.machine(),
         "processor": platform.processor() or platform.machine(),
         "cpus": str(os.cpu_count()),
         "numba_threads": str(numba.config.NUMBA_NUM_THREADS),
+        "load average (1 min) when written": f"{load[0]:.2f}",
         "python": platform.python_version(),
         "numpy": np.__version__,
         "numba": numba.__version__,
     }
+
+
+def _target_lines(t: pd.DataFrame) -> list[str]:
+    lines = ["| target | kind | measured | met |", "|---|---|---|---|"]
+    for r in t.itertuples(index=False):
+        value = f"{r.measured:.2f}x" if r.unit.startswith("x") else f"{r.measured:.0f} MB/s"
+        verdict = f"yes, by {r.margin:.2f}x" if r.met else f"**no**, {r.margin:.2f}x of the target"
+        lines.append(f"| {r.target} | {r.kind} | {value} | {verdict} |")
+    met = int(t["met"].sum())
+    lines += ["", f"{met} of {len(t)} target checks met (computed from the medians above)."]
+    return lines
 
 
 def write(df: pd.DataFrame, out: Path) -> dict[str, Path]:
@@ -181,18 +360,42 @@ def write(df: pd.DataFrame, out: Path) -> dict[str, Path]:
     df.to_csv(paths["rows"], index=False)
     table = summary(df)
     table.to_csv(paths["summary"])
+    t = targets(df)
     env = environment()
+    threads = int(df["threads"].iloc[0])
     lines = [
         "# Compressor benchmark",
         "",
-        f"{df['bytes'].iloc[0] // MiB} MiB per data kind, best of repeated calls; "
-        "per-entry compressors (128-byte entries) beside whole-buffer zstd level 1 and lz4.",
-        "Throughput is input MB/s divided by the threads used (zstd and lz4 run on one thread).",
-        "Ratio: per-entry compressors give the ideal ratio bytes / (32 B x sectors); "
-        "zstd and lz4 give bytes / compressed bytes.",
+        f"{df['bytes'].iloc[0] // MiB} MiB per data kind; per-entry compressors (128-byte entries) beside "
+        "whole-buffer zstd level 1 and lz4 on the same bytes in the same run. Every figure is the median of "
+        f"{int(df['repeat'].min())} timed calls after a warm-up. Per core: one thread (input MB/s divided by the "
+        f"one thread used; zstd and lz4: one call on the whole buffer). Per machine: {threads} threads (zstd and "
+        f"lz4: {threads} slices on a thread pool). 'x zstd-1' and 'x lz4': our MB/s over theirs (size and encode "
+        "against compress, decode against decompress). Ratio: per-entry compressors give the ideal ratio "
+        "bytes / (32 B x sectors); zstd and lz4 bytes / compressed bytes.",
+        "",
+        "**Targets (issue 14)**",
+        "",
+        *_target_lines(t),
+        "",
+        "**Summary (medians)**",
         "",
         "```",
         table.to_string(),
+        "```",
+        "",
+        "**MB/s, median [slowest-fastest call]**",
+        "",
+        "```",
+        spread(df).to_string(),
+        "```",
+        "",
+        "**Our speed over the peers' per machine (all threads each)**",
+        "",
+        "```",
+        df[~df.compressor.isin(PEERS)].pivot_table(index=["compressor", "operation"], columns="kind",
+                                                   values=["vs_zstd-1_per_machine", "vs_lz4_per_machine"],
+                                                   sort=False).round(2).to_string(),
         "```",
         "",
         "BPC-32 size path, all threads over one thread:",
@@ -201,33 +404,77 @@ def write(df: pd.DataFrame, out: Path) -> dict[str, Path]:
         scaling(df).round(2).to_string(),
         "```",
         "",
-        "Measured on: " + ", ".join(f"{k} {v}" for k, v in env.items()),
-        "",
     ]
+    if "crossover" in df.attrs:
+        cross = pd.DataFrame(df.attrs["crossover"])
+        cross.columns.name = "entries"
+        gains = cross.columns[(cross >= 1).all(axis=0).to_numpy()]
+        first = next((n for n in cross.columns if all(m in gains for m in cross.columns if m >= n)), None)
+        lines += [
+            f"**Serial or parallel kernels** (speed-up of the parallel path over the serial one, {threads} threads, "
+            "median of back-to-back pairs, by input size in entries; above 1 the parallel launch pays):",
+            "",
+            "```",
+            cross.round(2).to_string(),
+            "```",
+            "",
+            f"Inputs below `abc.PARALLEL_MIN_ENTRIES` = {abc.PARALLEL_MIN_ENTRIES} entries run the serial kernels; "
+            + (f"here every parallel kernel pays from {first} entries on." if first is not None else
+               "here no size measured made every parallel kernel pay."),
+            "",
+        ]
+    if "load_average_at_start" in df.attrs:
+        env = {"load average (1 min) at start": f"{df.attrs['load_average_at_start']:.2f}", **env}
+    lines += ["Measured on: " + ", ".join(f"{k} {v}" for k, v in env.items()), ""]
     paths["markdown"].write_text("\n".join(lines))
     paths.update(plot(df, out))
     return paths
 
 
 def plot(df: pd.DataFrame, out: Path) -> dict[str, Path]:
-    """Bar charts of throughput per core and of ratio, per compressor and data kind."""
+    """Throughput per kind, ours beside zstd-1 and lz4: per core (bars, slowest-fastest call as error
+    bars) and per machine (diamonds), on a log scale, with the issue's targets drawn in."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import seaborn as sns
 
-    d = df[df.operation != "size_1thread"].copy()
+    d = df.copy()
     d["what"] = d["compressor"] + " " + d["operation"]
-    fig, axes = plt.subplots(1, 2, figsize=(13, 5.5), constrained_layout=True)
-    sns.barplot(d, y="what", x="MB_per_s_per_core", hue="kind", hue_order=list(KINDS), ax=axes[0])
-    axes[0].set(xscale="log", xlabel="throughput per core (MB/s, log scale)", ylabel="",
-                title="Speed (input bytes per second)")
-    r = d[d.operation.isin(["size", "compress"])]
-    sns.barplot(r, y="compressor", x="ratio", hue="kind", hue_order=list(KINDS), ax=axes[1])
-    axes[1].axvline(1.0, color="grey", lw=1, ls=":")
-    axes[1].set(xlabel="compression ratio (per-entry: ideal, 32-B sectors; zstd/lz4: whole buffer)",
-                ylabel="", title="Ratio")
+    order = list(dict.fromkeys(d["what"]))
+    threads = int(d["threads"].iloc[0])
+    fig, axes = plt.subplots(1, len(KINDS), figsize=(5.2 * len(KINDS), 0.42 * len(order) + 2.2), sharey=True,
+                             constrained_layout=True)
+    for ax, kind in zip(np.atleast_1d(axes), KINDS, strict=True):
+        k = d[d.kind == kind].set_index("what").reindex(order)
+        y = np.arange(len(order))
+        peer = k["compressor"].isin(PEERS).to_numpy()
+        med, lo, hi = (k[c].to_numpy() for c in ("MB_per_s_per_core", "MB_per_s_per_core_min",
+                                                   "MB_per_s_per_core_max"))
+        ax.barh(y, med, color=np.where(peer, "#c44e52", "#4c72b0"), height=0.7,
+                xerr=np.vstack([med - lo, hi - med]), error_kw={"elinewidth": 1, "capsize": 2})
+        ax.plot(k["MB_per_s"], y, "D", color="black", ms=4, label=f"per machine ({threads} threads)")
+        zstd = k.loc["zstd-1 compress", "MB_per_s_per_core"] if "zstd-1 compress" in k.index else np.nan
+        ratio = k.loc["zstd-1 compress", "ratio"] if "zstd-1 compress" in k.index else np.nan
+        if np.isfinite(zstd) and ratio > COMPRESSIBLE:
+            ax.axvline(SPEEDUP_TARGET * zstd, color="#4c72b0", ls="--", lw=1,
+                       label=f"target: BPC-32 size, {SPEEDUP_TARGET:g}x zstd-1 per core")
+        ax.axvline(BPC64_TARGET_MB_S, color="grey", ls=":", lw=1,
+                   label=f"target: BPC-64 encode/decode, {BPC64_TARGET_MB_S:g} MB/s per core")
+        ax.set_xlim(left=min(100.0, 0.5 * float(np.nanmin(lo))))
+        ax.set(xscale="log", title=f"{kind} data (zstd-1 ratio {ratio:.2f})",
+               xlabel="throughput (MB/s of input, log scale)")
+        ax.grid(axis="x", which="both", alpha=0.3)
+    first = np.atleast_1d(axes)[0]
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color="#4c72b0", label="ours, per core"), Patch(color="#c44e52", label="zstd-1 / lz4, per core"),
+               *np.atleast_1d(axes)[0].get_legend_handles_labels()[0]]
+    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=8, frameon=False)
+    first.set_yticks(np.arange(len(order)), order)
+    first.invert_yaxis()
+    fig.suptitle(f"Compressor throughput per core (bars: median of {int(d['repeat'].min())} calls on one thread, "
+                 "whiskers slowest-fastest; blue ours, red zstd-1 and lz4) and per machine (diamonds)", fontsize=10)
     paths = dict(zip(("png", "svg"), report.save_figure(fig, out, "bench"), strict=True))
     plt.close(fig)
     return paths

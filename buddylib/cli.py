@@ -280,7 +280,8 @@ def _parser() -> argparse.ArgumentParser:
                        description="Time every compressor on sparse, smooth and random data "
                                    "and write CSV, Markdown and a figure.")
     b.add_argument("--mib", type=_positive_int, default=256, help="MiB per data kind (default 256)")
-    b.add_argument("--repeat", type=_positive_int, default=3, help="timed calls, best kept (default 3)")
+    b.add_argument("--repeat", type=_positive_int, default=5,
+                   help="timed calls per figure, median reported with min/max (default and least 5)")
     b.add_argument("--seed", type=int, default=0, help="seed of the generated data (default 0)")
     b.add_argument("--out", default="reports/bench", help="output folder (default reports/bench)")
     b.add_argument("--analyze-gib", type=float, default=1.0, help="file size for timing buddy analyze (GiB)")
