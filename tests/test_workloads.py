@@ -13,6 +13,7 @@ from buddylib import fixtures, workloads
 from buddylib.compressors import get as get_compressor
 from buddylib.provenance import MANIFEST
 from buddylib.snapshot import KINDS
+from buddylib.workloads.base import QUICK_LIMIT
 
 NAMES = workloads.names()
 
@@ -27,7 +28,7 @@ def test_snapshots_and_profile(quick_run: workloads.Run) -> None:
     assert len(run.snapshots) >= 8
     assert run.snapshots[0].step == 0 and run.snapshots[-1].step == run.workload.n_steps
     # minilm holds the real pre-trained model (87 MiB of weights) at every scale; the rest stay small
-    limit = {"minilm": 128 << 20, "efficientnet_lite0": 256 << 20}.get(run.workload.name, 4 << 20)
+    limit = {"minilm": 128 << 20, "efficientnet_lite0": 256 << 20}.get(run.workload.name, QUICK_LIMIT)
     assert run.footprint <= limit, f"{run.workload.name}: quick footprint {run.footprint / 2**20:.2f} MiB"
     for snap in run.snapshots:
         assert {a.kind for a in snap.allocations} <= set(KINDS)

@@ -44,10 +44,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from buddylib.workloads.base import QUICK_LIMIT as QUICK_LIMIT  # re-exported: the dl workloads' quick switch
 from buddylib.workloads.base import SCALES, Access, AccessProfile, Kernel, Workload
 
-#: Footprints up to this many bytes use a workload's "quick" configuration.
-QUICK_LIMIT = 4 << 20
 #: Intra-op threads of torch during a step: fixed, so float reductions (and bytes) repeat; one,
 #: because on shared cores a second OpenMP thread made each small kernel wait ~5 ms (30x slower).
 THREADS = 1

@@ -30,7 +30,7 @@ import numba as nb
 import numpy as np
 
 from buddylib.workloads import register
-from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload, threads_for
+from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload, threads_for
 from buddylib.workloads.hpc import _adi
 from buddylib.workloads.hpc._adi import CE
 
@@ -85,7 +85,7 @@ class BT(Workload):
             n += 1
         # NPB's time steps: class S (12^3) 0.01, classes W/A (24^3, 64^3) 0.0008
         self.setup_grid(n, 0.01 if n <= 16 else 0.0008)
-        self.n_steps = 60 if footprint <= 4 << 20 else 45
+        self.n_steps = 60 if footprint <= QUICK_LIMIT else 45
 
     def setup_grid(self, n: int, dt: float) -> None:
         """An n^3 problem with time step dt, initialised as NPB (no randomness: NPB has none)."""

@@ -32,7 +32,7 @@ import numba as nb
 import numpy as np
 
 from buddylib.workloads import register
-from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload
+from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload
 
 AMULT = 1220703125  # 5**13, NPB's randlc multiplier
 NAS_TRAN = 314159265  # NPB's seed
@@ -261,7 +261,7 @@ class CG(Workload):
     proxies = "SPEC ACCEL 354.cg (NAS CG)"
 
     def setup(self, footprint: int, rng: np.random.Generator) -> None:
-        quick = footprint <= 4 << 20
+        quick = footprint <= QUICK_LIMIT
         nonzer, shift = (7, 10.0) if quick else (13, 60.0)  # NPB class S / class B sparsity and shift
         per_row = 12 * nnz_per_row(nonzer) + 5 * 8 + 4  # a + colidx, five vectors, rowstr
         n = int(footprint * 0.985 / per_row)

@@ -44,7 +44,7 @@ import numba as nb
 import numpy as np
 
 from buddylib.workloads import register
-from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload, threads_for
+from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload, threads_for
 
 #: array index of the first interior cell in x and y (CloverLeaf's x_min with a two-deep halo)
 MIN = 2
@@ -476,7 +476,7 @@ class CloverLeaf(Workload):
             while n > 20 and grid_bytes(n) > footprint:
                 n -= 10
         self.n = n
-        self.n_steps = 80 if footprint <= 4 << 20 else 120
+        self.n_steps = 80 if footprint <= QUICK_LIMIT else 120
         self.x_max = self.y_max = MIN + n - 1  # last interior cell
         self.f: dict[str, np.ndarray] = {}
         for names, shape in ((CELL, (n + 4, n + 4)), (NODE, (n + 5, n + 5)), (XFACE, (n + 4, n + 5)),

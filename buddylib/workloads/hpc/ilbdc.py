@@ -38,7 +38,7 @@ import numba as nb
 import numpy as np
 
 from buddylib.workloads import register
-from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload
+from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload
 from buddylib.workloads.hpc._d3q19 import CX, CY, CZ, OPP, Q, W
 
 #: TRT relaxation rates (even / odd); (1/LAMBDA_E - 1/2)(1/LAMBDA_O - 1/2) = 3/16.
@@ -133,7 +133,7 @@ class ILbdc(Workload):
 
     def setup(self, footprint: int, rng: np.random.Generator) -> None:
         side = max(6, int((footprint / BYTES_PER_FLUID_CELL / (1 - SOLID_FRACTION)) ** (1 / 3)))
-        self.n_steps = 200 if footprint <= 4 << 20 else 400
+        self.n_steps = 200 if footprint <= QUICK_LIMIT else 400
         self.setup_geometry(sphere_packing(side, SOLID_FRACTION, rng))
 
     def setup_geometry(self, solid: np.ndarray) -> None:

@@ -54,7 +54,7 @@ import numba as nb
 import numpy as np
 
 from buddylib.workloads import register
-from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload, threads_for
+from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload, threads_for
 
 # LULESH Domain constants
 E_CUT, P_CUT, Q_CUT, V_CUT, U_CUT = 1.0e-7, 1.0e-7, 1.0e-7, 1.0e-10, 1.0e-7
@@ -692,7 +692,7 @@ class Lulesh(Workload):
         while nbytes(n + 1) <= footprint:
             n += 1
         self.setup_mesh(n, rng)
-        self.n_steps = 400 if footprint <= 4 << 20 else 1000
+        self.n_steps = 400 if footprint <= QUICK_LIMIT else 1000
 
     def setup_mesh(self, n: int, rng: np.random.Generator, box: bool = True) -> None:
         """The Sedov problem on an n^3 mesh (Domain constructor); ``box=False`` recomputes every element."""

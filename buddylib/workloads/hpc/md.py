@@ -38,7 +38,7 @@ import numba as nb
 import numpy as np
 
 from buddylib.workloads import register
-from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload
+from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload
 
 #: FCC basis in units of the lattice constant
 _FCC = np.array([[0.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.5, 0.0, 0.5], [0.0, 0.5, 0.5]])
@@ -231,7 +231,7 @@ class MD(Workload):
         while nc > 6 and self._estimate(nc) > footprint:
             nc -= 1
         # the lattice melts within ~40 steps (T 1.44 -> 0.63 -> 0.76); 60 steps: ~10 s at default, idle
-        self.n_steps = 100 if footprint <= 4 << 20 else 60
+        self.n_steps = 100 if footprint <= QUICK_LIMIT else 60
         self.setup_lattice(nc, rng)
 
     def _estimate(self, nc: int) -> int:

@@ -32,7 +32,7 @@ import numba as nb
 import numpy as np
 
 from buddylib.workloads import register
-from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload
+from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload
 
 NUM_VARS = 5
 NUM_SPIKES = 2
@@ -129,7 +129,7 @@ class MiniGhost(Workload):
 
     def setup(self, footprint: int, rng: np.random.Generator) -> None:
         m = max(m for m in range(4, 512) if block_bytes((m, m, m), NUM_VARS, BLOCKS) <= footprint)
-        self.n_steps = 20 if footprint <= 4 << 20 else 50  # (miniGhost runs 100 by default)
+        self.n_steps = 20 if footprint <= QUICK_LIMIT else 50  # (miniGhost runs 100 by default)
         self.init((m, m, m), rng)
 
     def init(self, n: tuple[int, int, int], rng: np.random.Generator, num_vars: int = NUM_VARS,

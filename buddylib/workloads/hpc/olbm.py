@@ -39,7 +39,7 @@ import numba as nb
 import numpy as np
 
 from buddylib.workloads import register
-from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload
+from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload
 from buddylib.workloads.hpc._d3q19 import CX, CY, CZ, OPP, Q, W
 
 N_CELL_ENTRIES = 20
@@ -144,7 +144,7 @@ class OLbm(Workload):
             n += 1
         self.nx = self.ny = n
         self.nz = round(1.3 * n)
-        self.n_steps = 200 if footprint <= 4 << 20 else 1200
+        self.n_steps = 200 if footprint <= QUICK_LIMIT else 1200
         self.setup_grid(cavity_flags(self.nz, self.ny, self.nx, rng))
 
     def setup_grid(self, flags: np.ndarray) -> None:

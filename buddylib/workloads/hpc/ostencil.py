@@ -16,7 +16,7 @@ import numba as nb
 import numpy as np
 
 from buddylib.workloads import register
-from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload
+from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload
 from buddylib.workloads.hpc import _libm
 
 
@@ -49,7 +49,7 @@ class OStencil(Workload):
     def setup(self, footprint: int, rng: np.random.Generator) -> None:
         side = max(8, round((footprint / 8) ** (1 / 3)))  # two float32 grids of side^3
         self.n = side - 2
-        self.n_steps = 96 if footprint <= 4 << 20 else 160
+        self.n_steps = 96 if footprint <= QUICK_LIMIT else 160
         self.a0 = np.zeros((side, side, side), np.float32)
         self.a0[0] = steady_state(self.n)[0]  # the heated bottom face
         self.anext = self.a0.copy()

@@ -40,7 +40,7 @@ import numba as nb
 import numpy as np
 
 from buddylib.workloads import register
-from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload, threads_for
+from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload, threads_for
 from buddylib.workloads.hpc import _libm
 
 DELTA = 10.0  # m, grid spacing in x, y and z
@@ -236,7 +236,7 @@ class Seismic(Workload):
                 n -= 1
         self.n = n
         self.npml = npml if npml is not None else max(2, min(10, n // 8))
-        self.n_steps = 100 if footprint <= 4 << 20 else 480
+        self.n_steps = 100 if footprint <= QUICK_LIMIT else 480
         # layered medium: horizontal interfaces at random depths, properties from rng
         n_layers = int(rng.integers(3, 6)) if n_layers is None else n_layers
         cuts = np.sort(rng.choice(np.arange(1, n), size=n_layers - 1, replace=False)) if n_layers > 1 else []

@@ -33,7 +33,7 @@ import numba as nb
 import numpy as np
 
 from buddylib.workloads import register
-from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload, threads_for
+from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload, threads_for
 from buddylib.workloads.hpc import _adi
 from buddylib.workloads.hpc._adi import BT, C2, C2IV, CE, DCOEF
 
@@ -146,7 +146,7 @@ class SP(Workload):
         while nbytes(n + 1) <= footprint:
             n += 1
         # NPB's time steps: class S (12^3) 0.015, classes W/A (36^3, 64^3) 0.0015
-        quick = footprint <= 4 << 20
+        quick = footprint <= QUICK_LIMIT
         self.setup_grid(n, 0.015 if n <= 12 else (0.005 if n <= 24 else 0.0015))
         self.n_steps = 100 if quick else 60
 

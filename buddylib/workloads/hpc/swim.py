@@ -36,7 +36,7 @@ import numba as nb
 import numpy as np
 
 from buddylib.workloads import register
-from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload, threads_for
+from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload, threads_for
 from buddylib.workloads.hpc import _libm
 
 DT, DX, DY, A, ALPHA = 20.0, 0.25e5, 0.25e5, 1.0e6, 0.001
@@ -145,7 +145,7 @@ class Swim(Workload):
             m = max(16, int(np.sqrt(footprint / (8 * len(NAMES)))) - 1)
             m -= m % 2
         self.m = self.n = m
-        self.n_steps = 120 if footprint <= 4 << 20 else 500
+        self.n_steps = 120 if footprint <= QUICK_LIMIT else 500
         mp1 = m + 1
         self.f = {name: np.zeros((mp1, mp1)) for name in NAMES}  # [j, i]: x index fastest, as in Fortran
         f = self.f
