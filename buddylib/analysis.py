@@ -27,6 +27,7 @@ from buddylib.compressors import get as get_compressor
 from buddylib.compressors import names as compressor_names
 from buddylib.entries import ENTRY_BYTES, SECTOR_BYTES, SECTORS_PER_ENTRY, _as_byte_array, as_entries
 from buddylib.snapshot import Allocation, Snapshot, snapshot_from_arrays
+from buddylib.threads import numba_threads
 
 MiB = 1 << 20
 DEFAULT_COMPRESSORS = ("bpc32", "bpc64", "bdi", "fpc", "zvc")
@@ -57,15 +58,17 @@ def as_snapshots(data: Any) -> list[Snapshot]:
 
 def _hist_of_bytes(flat: np.ndarray, compressors: Sequence[str], zero_flag: bool,
                    weights: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
-    """(compressors, 2, 5): entry counts and access-weighted counts per sector value."""
-    if threads:
-        numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+    """(compressors, 2, 5): entry counts and access-weighted counts per sector value.
+
+    ``threads``: numba threads for this call (a dask worker's share), restored after it.
+    """
     entries = as_entries(flat)
     out = np.zeros((len(compressors), 2, SECTORS_PER_ENTRY + 1))
-    for i, name in enumerate(compressors):
-        s = get_compressor(name).sectors(entries, zero_flag=zero_flag)
-        out[i, 0] = layout.sector_histogram(s)
-        out[i, 1] = out[i, 0] if weights is None else layout.sector_histogram(s, weights)
+    with numba_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)) if threads else None):
+        for i, name in enumerate(compressors):
+            s = get_compressor(name).sectors(entries, zero_flag=zero_flag)
+            out[i, 0] = layout.sector_histogram(s)
+            out[i, 1] = out[i, 0] if weights is None else layout.sector_histogram(s, weights)
     return out
 
 

@@ -33,6 +33,7 @@ from buddylib import compressors, report
 from buddylib.compressors import abc
 from buddylib.compressors.reference import reference_compress
 from buddylib.entries import SECTOR_BYTES, as_entries
+from buddylib.threads import numba_threads
 
 MiB = 1 << 20
 KINDS = ("sparse", "smooth", "random")
@@ -91,16 +92,6 @@ def _times(fn: Callable[[], object], repeat: int) -> tuple[np.ndarray, object]:
         out = fn()
         t[i] = time.perf_counter() - t0
     return t, out
-
-
-@contextlib.contextmanager
-def _numba_threads(n: int) -> Iterator[None]:
-    before = numba.get_num_threads()
-    numba.set_num_threads(n)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(before)
 
 
 def run(mib: int = 256, repeat: int = MIN_REPEAT, seed: int = 0, threads: int | None = None,
@@ -163,7 +154,7 @@ def _measure_ours(x: np.ndarray, kind: str, compressor: str, operation: str, thr
         fn = lambda: comp.decode_entries(lengths, payload)  # noqa: E731
     t = {}
     for n in (1, threads):
-        with _numba_threads(n):
+        with numba_threads(n):
             out = fn()  # warm-up: loads (or compiles) the kernels
             if n not in t:
                 t[n], out = _times(fn, repeat)
@@ -308,7 +299,7 @@ def parallel_crossover(sizes: tuple[int, ...] = (256, 512, 1024, 2048, 4096, 819
     bits = compressors.get("bpc32").bits(x)
     ops["sectors"] = lambda e: compressors.sectors_from_bits(bits[: e.shape[0]], e)
     table = pd.DataFrame(index=list(ops), columns=list(sizes), dtype=float)
-    with _numba_threads(threads):
+    with numba_threads(threads):
         for name, fn in ops.items():
             for n in sizes:
                 e = x[:n]

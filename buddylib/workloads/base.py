@@ -32,6 +32,7 @@ from tqdm import tqdm
 
 from buddylib.provenance import RUN_SOURCES, code_version
 from buddylib.snapshot import Allocation, Snapshot
+from buddylib.threads import numba_threads
 
 MB = 1 << 20
 #: Footprint of each named scale, bytes. "quick" is for tests (<= 4 MB, <= 2 s). "paper" is not a size
@@ -60,13 +61,9 @@ def threads_for(points: int) -> Iterator[None]:
     one on small problems (a parallel launch costs more than the work) or a loaded machine (spinning,
     oversubscribed threads lose badly). Workload kernels reduce nothing across threads, so the bytes
     are the same either way."""
-    before = nb.get_num_threads()
     busy = getattr(os, "getloadavg", lambda: (0.0,))()[0] >= nb.config.NUMBA_NUM_THREADS
-    nb.set_num_threads(1 if points < 1 << 16 or busy else nb.config.NUMBA_NUM_THREADS)
-    try:
+    with numba_threads(1 if points < 1 << 16 or busy else nb.config.NUMBA_NUM_THREADS):
         yield
-    finally:
-        nb.set_num_threads(before)
 
 
 def footprint_bytes(scale: str | float) -> int:
@@ -237,11 +234,8 @@ class Workload(abc.ABC):
         if scale == "paper" and not self.paper_scale:
             raise ValueError(f"{self.name}: no paper scale (only the published CNNs have one); use quick, default, "
                              "large or a footprint in MiB")
-        threads = nb.get_num_threads()
-        try:
+        with numba_threads(None):  # _run sets the count the workload compresses with
             return self._run(scale, seed, n_snapshots, compressors, keep_bytes, progress, references)
-        finally:
-            nb.set_num_threads(threads)
 
     def _run(self, scale: str | float, seed: int, n_snapshots: int, compressors: Sequence[str], keep_bytes: bool,
              progress: bool | None, references: Sequence[str]) -> Run:

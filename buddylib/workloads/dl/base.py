@@ -44,6 +44,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from buddylib.threads import torch_threads
 from buddylib.workloads.base import QUICK_LIMIT as QUICK_LIMIT  # re-exported: the dl workloads' quick switch
 from buddylib.workloads.base import SCALES, Access, AccessProfile, Kernel, Workload
 
@@ -56,15 +57,13 @@ THREADS = 1
 def deterministic_torch(threads: int = THREADS) -> Iterator[None]:
     """Deterministic algorithms and a fixed intra-op thread count, so float reductions (and the bytes
     of a snapshot) repeat; the global settings are restored after."""
-    before = torch.get_num_threads()
     det, warn = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
-    torch.set_num_threads(threads)
-    torch.use_deterministic_algorithms(True)
-    try:
-        yield
-    finally:
-        torch.use_deterministic_algorithms(det, warn_only=warn)
-        torch.set_num_threads(before)
+    with torch_threads(threads):
+        torch.use_deterministic_algorithms(True)
+        try:
+            yield
+        finally:
+            torch.use_deterministic_algorithms(det, warn_only=warn)
 
 
 def width_factor(footprint: int) -> float:

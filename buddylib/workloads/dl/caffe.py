@@ -65,13 +65,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numba as nb
 import numpy as np
 import torch
 from torch import nn
 
 from buddylib import workloads
 from buddylib.snapshot import Allocation, Snapshot
+from buddylib.threads import numba_threads
 from buddylib.workloads.base import ALL_COMPRESSORS, footprint_bytes
 from buddylib.workloads.dl.base import TorchWorkload, _ptr, _tensors
 from buddylib.workloads.dl.cnn import ImageClassifier
@@ -141,27 +141,24 @@ def caffe_run(name: str, scale: str | float = "quick", seed: int = 0, steps: int
     steps = w.n_steps - 1 if steps is None else int(steps)
     if steps < 0:
         raise ValueError(f"steps {steps}: must be >= 0")
-    threads = nb.get_num_threads()
-    if w.compress_threads is not None:
-        nb.set_num_threads(w.compress_threads)
     net = _CaffeNet(w, points, tuple(compressors), keep_bytes, step=steps)
-    try:
-        for i in range(steps):
-            net.capture = i == steps - 1  # the previous iteration fills the blobs the recorded one starts from
+    with numba_threads(w.compress_threads):
+        try:
+            for i in range(steps):
+                net.capture = i == steps - 1  # the previous iteration fills the blobs the recorded one starts from
+                w.step()
+            pytorch = [_snapshot(w.name, _pytorch_allocations(w), compressors, keep_bytes, step=steps)]
+            rng = w._torch_rng.clone()
+            net.capture = net.record = True
+            net.param_diffs = "cleared"  # Solver::Step: ClearParamDiffs, then ForwardBackward
+            net.point("before_forward")
+            net.param_diffs = "grad"
             w.step()
-        pytorch = [_snapshot(w.name, _pytorch_allocations(w), compressors, keep_bytes, step=steps)]
-        rng = w._torch_rng.clone()
-        net.capture = net.record = True
-        net.param_diffs = "cleared"  # Solver::Step: ClearParamDiffs, then ForwardBackward
-        net.point("before_forward")
-        net.param_diffs = "grad"
-        w.step()
-        net.param_diffs = "history"  # SGDSolver::ComputeUpdateValue copies the history into the diff
-        net.point("after_update")
-        pytorch.append(_snapshot(w.name, _pytorch_allocations(w), compressors, keep_bytes, step=steps + 1))
-    finally:
-        net.remove()
-        nb.set_num_threads(threads)
+            net.param_diffs = "history"  # SGDSolver::ComputeUpdateValue copies the history into the diff
+            net.point("after_update")
+            pytorch.append(_snapshot(w.name, _pytorch_allocations(w), compressors, keep_bytes, step=steps + 1))
+        finally:
+            net.remove()
     missing = [p for p in points if p not in net.taken]
     if missing:
         raise RuntimeError(f"{name}: points {missing} were not reached in the iteration")
