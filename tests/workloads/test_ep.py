@@ -1,11 +1,10 @@
-"""ep: the NAS generator is exact, the annulus counts are those of Gaussian pairs, class S verifies."""
+"""ep: batches start at the jumped-ahead seeds, the annulus counts are those of Gaussian pairs, class S verifies."""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
-import pytest
 
 from buddylib.workloads import get
 from buddylib.workloads.hpc import ep
@@ -15,14 +14,9 @@ A = 5**13
 SEED = 271828183
 
 
-def test_randlc_matches_integer_lcg() -> None:
-    x, xi = float(SEED), SEED
-    for _ in range(20):
-        x, r = ep.randlc(x, float(A))
-        xi = A * xi % MOD
-        assert x == xi and r == xi / MOD
-    assert ep.power(float(A), 2 * ep.NK) == pow(A, 2 * ep.NK, MOD)
-    for k in (0, 1, 2, 3, 77, 4095):  # batch seeds jump ahead by 2 NK numbers per batch
+def test_batch_seeds_jump_ahead() -> None:
+    """Batch k starts 2 NK k numbers into the stream (the generator itself: test_nas.py)."""
+    for k in (0, 1, 2, 3, 77, 4095):
         an = float(pow(A, 2 * ep.NK, MOD))
         assert ep.batch_seed(k, an) == SEED * pow(A, 2 * ep.NK * k, MOD) % MOD
 
@@ -49,9 +43,7 @@ def _annulus_probabilities() -> np.ndarray:
 def test_class_s_counts_sums_and_verification() -> None:
     run = get("ep").run("quick", compressors=["bpc32"])  # quick scale is NAS class S
     w = run.workload
-    assert w.m == 24 and w.verified()
-    sx, sy = w.sums
-    assert sx == pytest.approx(-3.247834652034740e3, rel=1e-8) and sy == pytest.approx(-6.958407078382297e3, rel=1e-8)
+    assert w.m == 24 and w.verified()  # sx, sy as NPB publishes them (also test_nas.py)
     q = w.counts()
     n_pairs = 2**24
     gc = q.sum()

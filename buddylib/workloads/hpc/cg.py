@@ -33,8 +33,8 @@ import numpy as np
 
 from buddylib.workloads import register
 from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload
+from buddylib.workloads.hpc._nas import A, randlc
 
-AMULT = 1220703125  # 5**13, NPB's randlc multiplier
 NAS_TRAN = 314159265  # NPB's seed
 CGITMAX = 25  # inner CG iterations per outer iteration, as in NPB
 RCOND = 0.1
@@ -45,18 +45,6 @@ CLASSES = {
     "A": (14000, 11, 15, 20.0, 17.130235054029),
     "B": (75000, 13, 75, 60.0, 22.712745482631),
 }
-_M23 = (1 << 23) - 1
-_M46 = (1 << 46) - 1
-
-
-@nb.njit(cache=True)
-def _randlc(x, a):
-    """NPB randlc: x <- a x mod 2^46, returning x * 2^-46 (exact integer form of NPB's split doubles)."""
-    xh = x >> 23
-    xl = x & _M23
-    t = ((a * xh) & _M23) << 23
-    x = (t + a * xl) & _M46
-    return x, x * 2.0**-46
 
 
 @nb.njit(cache=True)
@@ -73,8 +61,8 @@ def _make_vectors(n, nonzer, tran):
     for iouter in range(n):
         nzv = 0
         while nzv < nonzer:  # sprnvc
-            tran, vecelt = _randlc(tran, AMULT)
-            tran, vecloc = _randlc(tran, AMULT)
+            tran, vecelt = randlc(tran, A)
+            tran, vecloc = randlc(tran, A)
             i = int(nn1 * vecloc) + 1
             if i > n:
                 continue
@@ -168,8 +156,8 @@ def makea(n: int, nonzer: int, rcond: float, shift: float, tran: int) -> tuple[n
 
     ``tran`` is randlc's seed before NPB main's first ``zeta = randlc(tran, amult)`` call.
     """
-    tran, _ = _randlc(np.int64(tran), np.int64(AMULT))
-    arow, acol, aelt, _ = _make_vectors(n, nonzer, np.int64(tran))
+    tran, _ = randlc(float(tran), A)
+    arow, acol, aelt, _ = _make_vectors(n, nonzer, tran)
     ratio = rcond ** (1.0 / n)
     start, tcol, tval = _triples(n, arow, acol, aelt, ratio, rcond, shift)
     return _assemble(n, start, tcol, tval)

@@ -1,11 +1,11 @@
 """ep: NAS EP, Gaussian pairs from the NAS linear congruential generator (proxy of SPEC ACCEL 352.ep).
 
 NAS EP ("embarrassingly parallel") draws 2^(M+1) uniform randoms from the NAS generator
-x_{k+1} = 5^13 x_k mod 2^46 (seed 271828183, ``randlc``/``vranlc`` computed exactly in double
-precision by splitting into 23-bit halves), turns pairs into Gaussian deviates by the
-Marsaglia polar method (accept x1^2 + x2^2 <= 1), sums them (sx, sy) and counts the pairs
-whose max(|X|, |Y|) falls in each square annulus l <= max < l + 1 (q[0..9]). The work is cut
-into batches of NK = 2^16 pairs; batch k starts from the seed jumped ahead by 2 NK k numbers.
+x_{k+1} = 5^13 x_k mod 2^46 (seed 271828183; ``_nas.randlc``, exact in double precision),
+turns pairs into Gaussian deviates by the Marsaglia polar method (accept x1^2 + x2^2 <= 1),
+sums them (sx, sy) and counts the pairs whose max(|X|, |Y|) falls in each square annulus
+l <= max < l + 1 (q[0..9]). The work is cut into batches of NK = 2^16 pairs; batch k starts
+from the seed jumped ahead by 2 NK k numbers.
 
 This proxy follows the OpenACC NPB EP that 352.ep derives from: batches are processed in
 blocks of ``blksize``; each block fills the device buffer ``xx`` (float64, 2 NK x blksize,
@@ -35,38 +35,16 @@ import numpy as np
 
 from buddylib.workloads import register
 from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload
+from buddylib.workloads.hpc._nas import A, power, randlc
 
 MK = 16
 NK = 1 << MK
 NQ = 10
-A = 1220703125.0  # 5^13
-S = 271828183.0
-R23 = 0.5**23
-R46 = R23 * R23
-T23 = 2.0**23
-T46 = T23 * T23
+S = 271828183.0  # NAS EP's seed
 #: NAS verification sums (sx, sy) per M (class S 24, W 25, A 28, B 30, C 32)
 VERIFY = {24: (-3.247834652034740e3, -6.958407078382297e3), 25: (-2.863319731645753e3, -6.320053679109499e3),
           28: (-4.295875165629892e3, -1.580732573678431e4), 30: (4.033815542441498e4, -2.660669192809235e4),
           32: (4.764367927995374e4, -8.084072988043731e4)}
-
-
-@nb.njit(cache=True, inline="always")
-def randlc(x, a):
-    """One step of the NAS generator: returns (new seed, uniform in (0, 1)), exact in doubles."""
-    t1 = R23 * a
-    a1 = float(int(t1))
-    a2 = a - T23 * a1
-    t1 = R23 * x
-    x1 = float(int(t1))
-    x2 = x - T23 * x1
-    t1 = a1 * x2 + a2 * x1
-    t2 = float(int(R23 * t1))
-    z = t1 - T23 * t2
-    t3 = T23 * z + a2 * x2
-    t4 = float(int(R46 * t3))
-    x = t3 - T46 * t4
-    return x, R46 * x
 
 
 @nb.njit(cache=True)
@@ -134,17 +112,6 @@ def _embar(xx, qq, koff, nb_, an, ap, lanes, split, sxk, syk):
     for g in nb.prange((nb_ + lanes - 1) // lanes):
         k0 = g * lanes
         _embar_group(xx, qq, koff, nb_, an, ap, k0, min(lanes, nb_ - k0), split, sxk, syk)
-
-
-def power(a: float, e: int) -> float:
-    """a^e mod 2^46 with randlc (binary powering)."""
-    r, t = 1.0, a
-    while e:
-        if e & 1:
-            r, _ = randlc(r, t)
-        t, _ = randlc(t, t)
-        e >>= 1
-    return r
 
 
 def nas_m(blksize: int, min_blocks: int = 16) -> int:
