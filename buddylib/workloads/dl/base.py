@@ -26,6 +26,8 @@ The access profile of a step is traced from the last step: one kernel per leaf-m
 of the forward (reads its parameters and input, writes its output and the tensors it saves),
 one per call of the backward in reverse order (reads what it saved and its parameters, writes
 its parameters' gradients) and an optimizer kernel; FLOPs by layer type.
+The hooks, the call tracer and the forward kernels live in :class:`TracedWorkload`, which
+inference workloads (``minilm``) share.
 
 Runs are deterministic for a seed: the torch RNG is seeded from the workload's numpy
 generator and kept per workload (the global torch RNG is restored around each step),
@@ -182,6 +184,8 @@ class _Call:
     module: nn.Module
     leaf: bool
     inputs: list[int] = field(default_factory=list)
+    #: storage -> the largest fraction of it one argument spans (below 1 for a view of part of it)
+    covered: dict[int, float] = field(default_factory=dict)
     outputs: list[int] = field(default_factory=list)
     saved: list[int] = field(default_factory=list)
     flops: tuple[float, float] = (0.0, 0.0)
@@ -202,14 +206,20 @@ class _Tracer:
         self.first_saver: dict[int, int] = {}
         self.producer: dict[int, int] = {}  # storage -> last leaf call that output it (else outermost container)
         self.done: list[int] = []  # calls in order of completion (leaves: execution order)
-        self.keep: list[Any] = []  # module inputs/outputs held so their storages stay unique this step
+        self.keep: list[Any] = []  # module inputs held so their storages stay unique this step
+        self.returned: dict[int, Any] = {}  # call -> its output, held likewise (inference keeps the leaves')
 
     def pre(self, mod: nn.Module, args: tuple[Any, ...]) -> None:
         base = self.names[mod]
         k = self.count.get(base, 0)
         self.count[base] = k + 1
         call = _Call(base if k == 0 else f"{base}#{k}", mod, not any(True for _ in mod.children()))
-        call.inputs = [_ptr(t) for t in _tensors(args) if t.layout == torch.strided]
+        for t in _tensors(args):
+            if t.layout == torch.strided:
+                p, size = _ptr(t), t.untyped_storage().nbytes()
+                span = min(1.0, t.numel() * t.element_size() / size) if size and t.numel() else 1.0  # Access needs > 0
+                call.inputs.append(p)
+                call.covered[p] = max(call.covered.get(p, 0.0), span)
         self.keep.append(args)
         self.stack.append(len(self.calls))
         self.calls.append(call)
@@ -225,7 +235,12 @@ class _Tracer:
                 self.producer.setdefault(p, i)
         self.done.append(i)
         call.flops = layer_flops(mod, args, out)
-        self.keep.append(out)
+        self.returned[i] = out
+
+    def release(self) -> None:
+        """Drop the module inputs and outputs held while tracing (their names are resolved by then)."""
+        self.keep.clear()
+        self.returned.clear()
 
     def pack(self, t: torch.Tensor) -> torch.Tensor:
         if not isinstance(t, torch.Tensor) or t.layout != torch.strided or t.is_mkldnn or t.numel() == 0:
@@ -271,13 +286,11 @@ class _Tracer:
         return names
 
 
-class TorchWorkload(Workload):
-    """A training run of one network; subclasses build the model, optimizer and batches.
-
-    Subclasses implement :meth:`build` (model for ``self.footprint``), :meth:`make_optimizer`
-    and :meth:`batch` (numpy input and targets of the next step); ``n_steps`` is set in
-    :meth:`configure`.
-    """
+class TracedWorkload(Workload):
+    """A workload that runs ``self.model`` with every module hooked: a forward run under :meth:`_traced`
+    records its module calls in a :class:`_Tracer`, and :meth:`_forward_kernel` turns a call into the
+    kernel the profile holds. Training (:class:`TorchWorkload`) and inference (``minilm``) share it, so
+    both name and trace calls alike."""
 
     suite: ClassVar[str] = "dl"
     #: Intra-op threads of torch during a step.
@@ -286,6 +299,69 @@ class TorchWorkload(Workload):
     #: milliseconds for its threads, and a network has hundreds of small allocations per
     #: snapshot; one thread compresses them orders of magnitude faster here.
     compress_threads: ClassVar[int | None] = 1
+
+    def _hook_modules(self, extra: dict[nn.Module, str] | None = None) -> None:
+        """Name every parameter, buffer and module of ``self.model`` (the root module is ``model``; ``extra``
+        names modules outside it, such as the loss) and hook each module's calls."""
+        self.param_names = {id(p): n for n, p in self.model.named_parameters()}
+        self.buffer_names = {id(b): n for n, b in self.model.named_buffers()}
+        self.module_names = {m: (n or "model") for n, m in self.model.named_modules()}
+        self.module_names.update(extra or {})
+        for m in self.module_names:
+            m.register_forward_pre_hook(self._pre)
+            m.register_forward_hook(self._post)
+        self._tracer: _Tracer | None = None
+
+    @contextlib.contextmanager
+    def _traced(self, tracer: _Tracer) -> Iterator[None]:
+        """Record module calls into ``tracer`` while the block runs; a forward outside one records nothing."""
+        self._tracer = tracer
+        try:
+            yield
+        finally:
+            self._tracer = None
+
+    def _pre(self, mod: nn.Module, args: tuple[Any, ...]) -> None:
+        if self._tracer is not None:
+            self._tracer.pre(mod, args)
+
+    def _post(self, mod: nn.Module, args: tuple[Any, ...], out: Any) -> None:
+        if self._tracer is not None:
+            self._tracer.post(mod, args, out)
+
+    def _forward_kernel(self, call: _Call, own: list[int], alloc: dict[int, str]) -> Kernel:
+        """A call's forward: reads its parameters, buffers and inputs (the fraction of each storage its
+        arguments span), writes its output (a leaf's) and the tensors it saves (``own``)."""
+        params = [self.param_names[id(p)] for p in call.module.parameters(recurse=False)]
+        buffers = [self.buffer_names[id(b)] for b in call.module.buffers(recurse=False) if b.numel()]
+        inputs = {alloc[p]: f for p, f in call.covered.items() if p in alloc}
+        reads = dict.fromkeys([*params, *(alloc[p] for p in call.inputs if p in alloc)])
+        writes = dict.fromkeys(alloc[p] for p in [*(call.outputs if call.leaf else []), *own] if p in alloc)
+        accesses = [self._param_read(call, n, alloc) for n in params]
+        accesses += [Access(n, "readwrite" if n in writes else "read", fraction=inputs[n])
+                     for n in reads if n not in params]
+        stats = "readwrite" if isinstance(call.module, nn.modules.batchnorm._BatchNorm) else "read"
+        accesses += [Access(n, stats) for n in buffers]
+        accesses += [Access(n, "write") for n in writes if n not in reads]
+        return Kernel(f"fwd.{call.name}", accesses, call.flops[0])
+
+    def _param_read(self, call: _Call, name: str, alloc: dict[int, str]) -> Access:
+        """Embedding tables are gathered through their index tensor (a live allocation), every index
+        used; the rows it touches come from the index itself. Other parameters are streamed."""
+        idx = next((alloc[p] for p in call.inputs if p in alloc), None)
+        if isinstance(call.module, nn.Embedding) and idx is not None:
+            return Access(name, "read", "gather", index=idx, row=call.module.embedding_dim)
+        return Access(name, "read")
+
+
+class TorchWorkload(TracedWorkload):
+    """A training run of one network; subclasses build the model, optimizer and batches.
+
+    Subclasses implement :meth:`build` (model for ``self.footprint``), :meth:`make_optimizer`
+    and :meth:`batch` (numpy input and targets of the next step); ``n_steps`` is set in
+    :meth:`configure`.
+    """
+
     #: Mixed precision: the forward runs under ``torch.autocast`` to this dtype (parameters, their
     #: gradients and the optimizer state stay fp32 — the master copy); ``None`` trains in fp32.
     autocast: ClassVar[torch.dtype | None] = None
@@ -328,14 +404,7 @@ class TorchWorkload(Workload):
             self.model = self.build()
             self.optimizer = self.make_optimizer(self.model)
         self.criterion = nn.CrossEntropyLoss()
-        self.param_names = {id(p): n for n, p in self.model.named_parameters()}
-        self.buffer_names = {id(b): n for n, b in self.model.named_buffers()}
-        self.module_names = {m: (n or "model") for n, m in self.model.named_modules()}
-        self.module_names[self.criterion] = "loss"
-        for m in self.module_names:
-            m.register_forward_pre_hook(self._pre)
-            m.register_forward_hook(self._post)
-        self._tracer: _Tracer | None = None
+        self._hook_modules({self.criterion: "loss"})
         self._acts: dict[str, torch.Tensor] = {}
         self._half: set[str] = set()
         self._last: tuple[_Tracer, dict[int, str]] | None = None
@@ -354,20 +423,16 @@ class TorchWorkload(Workload):
         tracer = _Tracer(self.module_names, known, self.param_names)
         with self._torch_env():
             self.optimizer.zero_grad(set_to_none=True)
-            self._tracer = tracer
-            try:
-                with (torch.autograd.graph.saved_tensors_hooks(tracer.pack, tracer.unpack),
-                      torch.autocast("cpu", dtype=self.autocast or torch.bfloat16, enabled=self.autocast is not None)):
-                    loss = self.criterion(self.model(self.x), self.y)
-            finally:
-                self._tracer = None
+            with (self._traced(tracer), torch.autograd.graph.saved_tensors_hooks(tracer.pack, tracer.unpack),
+                  torch.autocast("cpu", dtype=self.autocast or torch.bfloat16, enabled=self.autocast is not None)):
+                loss = self.criterion(self.model(self.x), self.y)
             loss.backward()
             self.optimizer.step()
         self.losses.append(float(loss.detach()))
         names = tracer.activations()
         self._acts = {names[p]: t for p, t in tracer.saved.items()}
         self._half = set(tracer.half.values())
-        tracer.keep.clear()  # storages recorded this step were unique while it ran; names resolve them now
+        tracer.release()  # storages recorded this step were unique while it ran; names resolve them now
         self._last = (tracer, {**known, **names})
 
     def allocations(self) -> dict[str, tuple[np.ndarray, str]]:
@@ -404,14 +469,6 @@ class TorchWorkload(Workload):
         x, y = self.batch()
         self.x, self.y = torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(np.ascontiguousarray(y))
 
-    def _pre(self, mod: nn.Module, args: tuple[Any, ...]) -> None:
-        if self._tracer is not None:
-            self._tracer.pre(mod, args)
-
-    def _post(self, mod: nn.Module, args: tuple[Any, ...], out: Any) -> None:
-        if self._tracer is not None:
-            self._tracer.post(mod, args, out)
-
     def _trace_kernels(self, tracer: _Tracer, alloc: dict[int, str]) -> list[Kernel]:
         """Forward kernels in call order, backward kernels in reverse, then the optimizer."""
         fwd, bwd = [], []
@@ -420,34 +477,23 @@ class TorchWorkload(Workload):
             own = [p for p in tracer.saved if tracer.first_saver[p] == i]
             if not (call.leaf or own):  # a container's work is its children's, unless it saves tensors itself
                 continue
-            params = [self.param_names[id(p)] for p in call.module.parameters(recurse=False)]
-            buffers = [self.buffer_names[id(b)] for b in call.module.buffers(recurse=False) if b.numel()]
-            reads = dict.fromkeys([*params, *(alloc[p] for p in call.inputs if p in alloc)])
-            writes = dict.fromkeys(alloc[p] for p in [*(call.outputs if call.leaf else []), *own] if p in alloc)
-            accesses = [self._param_read(call, n, alloc) for n in params]
-            accesses += [Access(n, "readwrite" if n in writes else "read") for n in reads if n not in params]
-            stats = "readwrite" if isinstance(call.module, nn.modules.batchnorm._BatchNorm) else "read"
-            accesses += [Access(n, stats) for n in buffers]
-            accesses += [Access(n, "write") for n in writes if n not in reads]
-            fwd.append(Kernel(f"fwd.{call.name}", accesses, call.flops[0]))
-            saved = dict.fromkeys(alloc[p] for p in call.saved if p in alloc)
-            grads = [f"{n}.grad" for n, p in zip(params, call.module.parameters(recurse=False), strict=True)
-                     if p.grad is not None]
-            halved = {s.rsplit(".", 1)[0] for s in saved if s in self._half}  # backward reads the half copy
-            b = [Access(n, "read") for n in [*(n for n in params if n not in halved),
-                                             *(s for s in saved if s not in params)]]
-            b += [Access(n, "write") for n in grads]
-            if b or call.flops[1]:
-                bwd.append(Kernel(f"bwd.{call.name}", b, call.flops[1]))
+            fwd.append(self._forward_kernel(call, own, alloc))
+            if (b := self._backward_kernel(call, alloc)) is not None:
+                bwd.append(b)
         return [*fwd, *reversed(bwd), self._optimizer_kernel()]
 
-    def _param_read(self, call: _Call, name: str, alloc: dict[int, str]) -> Access:
-        """Embedding tables are gathered through their index tensor (a live allocation), every index
-        used; the rows it touches come from the index itself. Other parameters are streamed."""
-        idx = next((alloc[p] for p in call.inputs if p in alloc), None)
-        if isinstance(call.module, nn.Embedding) and idx is not None:
-            return Access(name, "read", "gather", index=idx, row=call.module.embedding_dim)
-        return Access(name, "read")
+    def _backward_kernel(self, call: _Call, alloc: dict[int, str]) -> Kernel | None:
+        """A call's backward: reads what it saved and its parameters (autocast's half copy where saved),
+        writes its parameters' gradients; ``None`` for a call with no backward work."""
+        params = [self.param_names[id(p)] for p in call.module.parameters(recurse=False)]
+        saved = dict.fromkeys(alloc[p] for p in call.saved if p in alloc)
+        grads = [f"{n}.grad" for n, p in zip(params, call.module.parameters(recurse=False), strict=True)
+                 if p.grad is not None]
+        halved = {s.rsplit(".", 1)[0] for s in saved if s in self._half}  # backward reads the half copy
+        b = [Access(n, "read") for n in [*(n for n in params if n not in halved),
+                                         *(s for s in saved if s not in params)]]
+        b += [Access(n, "write") for n in grads]
+        return Kernel(f"bwd.{call.name}", b, call.flops[1]) if b or call.flops[1] else None
 
     def _optimizer_kernel(self) -> Kernel:
         accesses, n = [], 0

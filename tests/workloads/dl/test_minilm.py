@@ -26,6 +26,11 @@ from safetensors import safe_open  # noqa: E402
 INPUTS = {"input_ids", "token_type_ids", "attention_mask"}
 
 
+def leaves(w: workloads.Workload) -> set[str]:
+    """Names of the network's leaf modules: one kernel and one activation each per forward."""
+    return {n for m, n in w.module_names.items() if not any(True for _ in m.children())}
+
+
 @pytest.fixture(scope="module")
 def run() -> workloads.Run:
     return workloads.get("minilm").run("quick", seed=0, keep_bytes=True, compressors=["bpc32"])
@@ -116,7 +121,7 @@ def test_snapshot_holds_the_checkpoint_batch_and_activations(run: workloads.Run,
     # activations: one per leaf module of the forward; the last is the sentence embeddings
     w = run.workload
     acts = {n for n, a in named.items() if a.kind == "activations"}
-    assert acts == {f"act.{n}" for n in w.module_names.values()}
+    assert acts == {f"act.{n}" for n in leaves(w)}
     emb = np.asarray(named["act.normalize"].data)
     assert emb.shape == (4, 384) and np.array_equal(emb, w.embeddings.numpy())
     np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1, atol=1e-6)
@@ -144,13 +149,15 @@ def test_profile_is_the_forward_over_live_allocations(run: workloads.Run) -> Non
     live = w.allocations()
     prof = run.profile.validate(live)
     kernels = {k.name: k for k in prof.kernels}
-    assert len(prof.kernels) == len(w.module_names) and all(n.startswith("fwd.") for n in kernels)
+    assert set(kernels) == {f"fwd.{n}" for n in leaves(w)} and len(prof.kernels) == len(kernels)
     word = kernels["fwd.embeddings.word_embeddings"].accesses[0]
     assert (word.allocation, word.pattern, word.index, word.row) == \
         ("embeddings.word_embeddings.weight", "gather", "input_ids", 384)
     assert word.fraction == 1.0  # every token is looked up; the rows touched follow from input_ids
-    pos = kernels["fwd.embeddings.position_embeddings"].accesses[0]
+    pos, positions = kernels["fwd.embeddings.position_embeddings"].accesses[:2]
     assert pos.index == "embeddings.position_ids" and set(run.index_arrays) >= {"input_ids", "token_type_ids"}
+    b, t = live["input_ids"][0].shape
+    assert positions.allocation == "embeddings.position_ids" and positions.fraction == t / 512  # the first T read
     for k in prof.kernels:  # each kernel writes its own output and reads something
         assert [a.allocation for a in k.accesses if a.mode == "write"] == [f"act.{k.name[4:]}"]
         assert any(a.mode == "read" for a in k.accesses)
@@ -158,7 +165,6 @@ def test_profile_is_the_forward_over_live_allocations(run: workloads.Run) -> Non
     layer = "encoder.layer.0.attention.self"
     assert {a.allocation for a in q.accesses} == {f"{layer}.query.weight", f"{layer}.query.bias",
                                                    "act.embeddings.LayerNorm", f"act.{layer}.query"}
-    b, t = live["input_ids"][0].shape
     linear = sum(p.numel() for n, p in w.model.named_parameters() if n.endswith("weight") and p.dim() == 2
                  and "embeddings" not in n and "pooler" not in n)
     attention = 6 * 4.0 * b * t * t * 384
