@@ -275,96 +275,43 @@ def summarize(hist: xr.DataArray, snapshots: Sequence[Snapshot], thresholds: np.
     n_entries = counts.sum("sectors")
     nbytes = meta["nbytes"]
     stored = (counts * hist.sectors).sum("sectors") * SECTOR_BYTES
-
-    h = counts.values  # (S, A, C, 5)
-    overflow_t = xr.DataArray(layout.overflow_fraction(h[..., None, :], targets),
-                              dims=(*counts.dims[:-1], "target"),
-                              coords={**{k: counts.coords[k] for k in counts.dims[:-1]}, "target": targets})
-    chosen = np.empty((*h.shape[:3], thresholds.size))
-    for ti, t in enumerate(thresholds):
-        if policy == "profile":  # per allocation, over all snapshots
-            chosen[..., ti] = np.broadcast_to(layout.choose_target(np.moveaxis(h, 0, 2), t, targets)[None],
-                                              h.shape[:3])
-        elif policy == "global":  # one target for all allocations, on their total
-            g = layout.choose_target(np.moveaxis(h.sum(1), 0, 1), t, targets)  # (C,)
-            chosen[..., ti] = np.broadcast_to(g[None, None, :], h.shape[:3])
-        else:  # oracle: each snapshot on its own
-            chosen[..., ti] = layout.choose_target(h[..., None, :], t, targets)
-    dims4 = ("snapshot", "allocation", "compressor", "threshold")
-    coords = {"snapshot": hist.snapshot.values, "allocation": names, "compressor": hist.compressor.values,
-              "threshold": thresholds, "target": targets}
-    chosen_da = xr.DataArray(chosen, dims=dims4, coords={k: coords[k] for k in dims4})
-    present = n_entries > 0
-    chosen_da = chosen_da.where(present)
-
-    hw = hist.values  # (S, A, C, 2, 5)
-    over = np.empty((*h.shape[:3], thresholds.size, 2))
-    link = np.empty((*h.shape[:3], thresholds.size))
-    for ti in range(thresholds.size):
-        r = np.nan_to_num(chosen_da.values[..., ti], nan=1.0)
-        mask = layout.overflows(r)  # (S, A, C, 5)
-        over[..., ti, :] = (hw * mask[..., None, :]).sum(-1)
-        link[..., ti] = layout.overflow_bytes(h, r)
-    overflow_entries = xr.DataArray(over[..., 0], dims=dims4, coords=chosen_da.coords)
-    overflow_access = xr.DataArray(over[..., 1], dims=dims4, coords=chosen_da.coords)
+    place = _placement(hist, counts, n_entries, thresholds, targets, policy)
+    chosen = place["chosen_target"]
+    # the layout's bytes per allocation at its chosen target; none where the allocation is absent
+    device = xr.apply_ufunc(layout.device_bytes, n_entries, chosen).fillna(0)
+    buddy = xr.apply_ufunc(layout.buddy_bytes, n_entries, chosen).fillna(0)
+    metadata = xr.apply_ufunc(layout.metadata_bytes, n_entries.isel(compressor=0, drop=True))
     accesses = hist.sel(weighting="accesses", drop=True).sum("sectors")
-
-    device = (n_entries * (ENTRY_BYTES / chosen_da)).fillna(0)
-    buddy = (n_entries * (ENTRY_BYTES - (ENTRY_BYTES / chosen_da))).fillna(0)
-    metadata = n_entries * layout.METADATA_BITS_PER_ENTRY / 8
     total_bytes = nbytes.sum("allocation")
-
-    def ratio(num: xr.DataArray, den: xr.DataArray) -> xr.DataArray:
-        """num / den; inf where only den is 0 (all-zero data), NaN where both are (absent)."""
-        out = (num / den.where(den > 0)).astype(float)
-        return out.where((den > 0) | (num == 0), np.inf)
-
     variables = {
         "allocation_bytes": (nbytes, "bytes", "size of the allocation (0 where absent from the snapshot)"),
         "entries": (n_entries.isel(compressor=0, drop=True), "entries", "128-byte entries (tail zero-padded)"),
         "sector_count": (counts, "entries", "entries per compressed size in 32-byte sectors"),
-        "ideal_ratio": (ratio(nbytes, stored), "1",
+        "ideal_ratio": (_ratio(nbytes, stored), "1",
                         "bytes / (32 B x sectors): capacity gain without placement constraints"),
-        "overflow_fraction": (overflow_t, "1", "share of entries exceeding the device share at each target"),
-        "chosen_target": (chosen_da, "1", f"target compression ratio chosen by the {policy} policy"),
-        "overflow": (ratio(overflow_entries, n_entries), "1",
+        "overflow_fraction": (place["overflow_fraction"], "1",
+                              "share of entries exceeding the device share at each target"),
+        "chosen_target": (chosen, "1", f"target compression ratio chosen by the {policy} policy"),
+        "overflow": (_ratio(place["overflow_entries"], n_entries), "1",
                      "share of entries that overflow to buddy memory at the chosen target"),
         "device_bytes": (device, "bytes", "device memory reserved: entries x 128 B / target"),
         "buddy_bytes": (buddy, "bytes", "buddy memory reserved: entries x (128 B - 128 B / target)"),
-        "buddy_bytes_used": (xr.DataArray(link, dims=dims4, coords=chosen_da.coords), "bytes",
+        "buddy_bytes_used": (place["buddy_bytes_used"], "bytes",
                              "bytes actually stored in buddy memory (overflowing sectors)"),
-        "metadata_bytes": (metadata.isel(compressor=0, drop=True), "bytes",
-                           "device memory for 4-bit per-entry metadata"),
-        "effective_ratio": (ratio(total_bytes, device.sum("allocation")
-                                  + metadata.isel(compressor=0, drop=True).sum("allocation")), "1",
+        "metadata_bytes": (metadata, "bytes", "device memory for 4-bit per-entry metadata"),
+        "effective_ratio": (_ratio(total_bytes, device.sum("allocation") + metadata.sum("allocation")), "1",
                             "capacity expansion: bytes / (device bytes + metadata bytes)"),
-        "ideal_ratio_total": (ratio(total_bytes, stored.sum("allocation")), "1",
+        "ideal_ratio_total": (_ratio(total_bytes, stored.sum("allocation")), "1",
                               "snapshot bytes / (32 B x all sectors)"),
-        "buddy_access_fraction": (ratio(overflow_access.sum("allocation"), accesses.sum("allocation")), "1",
-                                  "share of accesses (of entries, without an access profile) that hit "
+        "buddy_access_fraction": (_ratio(place["overflow_accesses"].sum("allocation"), accesses.sum("allocation")),
+                                  "1", "share of accesses (of entries, without an access profile) that hit "
                                   "overflowing entries"),
     }
     ds = xr.Dataset()
     for name, (da, units, desc) in variables.items():
-        da = da.drop_vars("weighting", errors="ignore") if isinstance(da, xr.DataArray) else da
-        ds[name] = da
+        ds[name] = da.drop_vars("weighting", errors="ignore")
         ds[name].attrs.update(units=units, description=desc)
-    refs = sorted({r for snap in snapshots for a in snap.allocations for r in a.reference_bytes})
-    if refs:  # whole-allocation zstd/lz4 references, where the snapshots measured them
-        ref = np.full((len(snapshots), len(names), len(refs)), np.nan)
-        col = {n: i for i, n in enumerate(names)}
-        for si, snap in enumerate(snapshots):
-            for a in snap.allocations:
-                for ri, r in enumerate(refs):
-                    if r in a.reference_bytes:
-                        ref[si, col[a.name], ri] = a.reference_bytes[r]
-        ref_da = xr.DataArray(ref, dims=("snapshot", "allocation", "reference"),
-                              coords={"snapshot": hist.snapshot.values, "allocation": names, "reference": refs})
-        ds["reference_ratio"] = ratio(nbytes, ref_da)
-        ds["reference_ratio"].attrs.update(units="1", description="bytes / whole-allocation zstd-1 or lz4 bytes "
-                                           "(not per entry: an upper reference, unusable by hardware)")
-        ds["reference_ratio_total"] = ratio(total_bytes, ref_da.sum("allocation", min_count=1))
-        ds["reference_ratio_total"].attrs.update(units="1", description="snapshot bytes / zstd-1 or lz4 bytes")
+    ds = _add_references(ds, snapshots, names, hist.snapshot.values, nbytes, total_bytes)
     ds = ds.assign_coords(kind=("allocation", meta["kind"]), dtype=("allocation", meta["dtype"]),
                           step=("snapshot", [int(s.step) for s in snapshots]),
                           workload=("snapshot", [s.workload for s in snapshots]))
@@ -373,6 +320,56 @@ def summarize(hist: xr.DataArray, snapshots: Sequence[Snapshot], thresholds: np.
     ds.attrs.update(policy=policy, zero_flag=int(zero_flag), entry_bytes=ENTRY_BYTES, sector_bytes=SECTOR_BYTES,
                     metadata_bits_per_entry=layout.METADATA_BITS_PER_ENTRY,
                     source=f"{RESULT_SOURCE} (SPEC §3)")
+    return ds
+
+
+def _placement(hist: xr.DataArray, counts: xr.DataArray, n_entries: xr.DataArray, thresholds: np.ndarray,
+               targets: np.ndarray, policy: str) -> dict[str, xr.DataArray]:
+    """The policy's target per (snapshot, allocation, compressor, threshold) and what overflows at it."""
+    h = counts.values  # (S, A, C, 5)
+    lead = {k: counts.coords[k] for k in counts.dims[:-1]}
+    dims4 = (*counts.dims[:-1], "threshold")
+    coords4 = {**lead, "threshold": thresholds}
+    chosen = xr.DataArray(layout.policy_targets(h, thresholds, targets, policy), dims=dims4, coords=coords4)
+    chosen = chosen.where(n_entries > 0)
+    r = np.nan_to_num(chosen.values, nan=1.0)  # (S, A, C, T); absent allocations have nothing to overflow
+    over = layout.overflow_entries(hist.values[:, :, :, None], r[..., None])  # (S, A, C, T, weighting)
+    return {
+        "overflow_fraction": xr.DataArray(layout.overflow_fraction(h[..., None, :], targets),
+                                          dims=(*counts.dims[:-1], "target"), coords={**lead, "target": targets}),
+        "chosen_target": chosen,
+        "overflow_entries": xr.DataArray(over[..., 0], dims=dims4, coords=chosen.coords),
+        "overflow_accesses": xr.DataArray(over[..., 1], dims=dims4, coords=chosen.coords),
+        "buddy_bytes_used": xr.DataArray(layout.overflow_bytes(h[:, :, :, None], r), dims=dims4, coords=chosen.coords),
+    }
+
+
+def _ratio(num: xr.DataArray, den: xr.DataArray) -> xr.DataArray:
+    """num / den; inf where only den is 0 (all-zero data), NaN where both are (absent)."""
+    out = (num / den.where(den > 0)).astype(float)
+    return out.where((den > 0) | (num == 0), np.inf)
+
+
+def _add_references(ds: xr.Dataset, snapshots: Sequence[Snapshot], names: list[str], snapshot_ids: np.ndarray,
+                    nbytes: xr.DataArray, total_bytes: xr.DataArray) -> xr.Dataset:
+    """Whole-allocation zstd/lz4 ratios, where the snapshots measured them."""
+    refs = sorted({r for snap in snapshots for a in snap.allocations for r in a.reference_bytes})
+    if not refs:
+        return ds
+    ref = np.full((len(snapshots), len(names), len(refs)), np.nan)
+    col = {n: i for i, n in enumerate(names)}
+    for si, snap in enumerate(snapshots):
+        for a in snap.allocations:
+            for ri, r in enumerate(refs):
+                if r in a.reference_bytes:
+                    ref[si, col[a.name], ri] = a.reference_bytes[r]
+    ref_da = xr.DataArray(ref, dims=("snapshot", "allocation", "reference"),
+                          coords={"snapshot": snapshot_ids, "allocation": names, "reference": refs})
+    ds["reference_ratio"] = _ratio(nbytes, ref_da)
+    ds["reference_ratio"].attrs.update(units="1", description="bytes / whole-allocation zstd-1 or lz4 bytes "
+                                       "(not per entry: an upper reference, unusable by hardware)")
+    ds["reference_ratio_total"] = _ratio(total_bytes, ref_da.sum("allocation", min_count=1))
+    ds["reference_ratio_total"].attrs.update(units="1", description="snapshot bytes / zstd-1 or lz4 bytes")
     return ds
 
 

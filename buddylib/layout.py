@@ -78,9 +78,15 @@ def overflow_fraction(hist: np.ndarray, target: float | np.ndarray) -> np.ndarra
     """
     hist = np.asarray(hist, dtype=float)
     total = hist.sum(-1)
-    over = (hist * overflows(target)).sum(-1)
+    over = overflow_entries(hist, target)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(total > 0, over / np.where(total > 0, total, 1), 0.0)
+
+
+def overflow_entries(hist: np.ndarray, target: float | np.ndarray) -> np.ndarray:
+    """Entries (or access weights, for a weighted histogram) that overflow at each target; broadcasts
+    like :func:`overflow_fraction`."""
+    return (np.asarray(hist, dtype=float) * overflows(target)).sum(-1)
 
 
 def overflow_bytes(hist: np.ndarray, target: float | np.ndarray) -> np.ndarray:
@@ -106,6 +112,28 @@ def choose_target(hist: np.ndarray, threshold: float, targets: Sequence[float] =
     ok[..., np.isclose(targets, 1.0)] = True
     idx = np.where(ok, np.arange(targets.size), -1).max(axis=-1)
     return targets[idx]
+
+
+def policy_targets(hist: np.ndarray, thresholds: np.ndarray, targets: Sequence[float], policy: str) -> np.ndarray:
+    """The target ``policy`` chooses for each (snapshot, allocation, compressor, threshold).
+
+    ``hist[snapshot, allocation, compressor, 5]``. ``profile``: per allocation, one target that
+    holds in every snapshot; ``global``: one target for all allocations, on their summed
+    histogram; ``oracle``: per allocation and snapshot, knowing that snapshot (an upper bound).
+    """
+    if policy not in POLICIES:
+        raise ValueError(f"unknown policy {policy!r}; available: {', '.join(POLICIES)}")
+    h = np.asarray(hist)
+    chosen = np.empty((*h.shape[:3], len(thresholds)))
+    for ti, t in enumerate(thresholds):
+        if policy == "profile":  # per allocation, over all snapshots
+            chosen[..., ti] = np.broadcast_to(choose_target(np.moveaxis(h, 0, 2), t, targets)[None], h.shape[:3])
+        elif policy == "global":  # one target for all allocations, on their total
+            g = choose_target(np.moveaxis(h.sum(1), 0, 1), t, targets)  # (C,)
+            chosen[..., ti] = np.broadcast_to(g[None, None, :], h.shape[:3])
+        else:  # oracle: each snapshot on its own
+            chosen[..., ti] = choose_target(h[..., None, :], t, targets)
+    return chosen
 
 
 def device_bytes(n_entries: np.ndarray | int, target: np.ndarray | float) -> np.ndarray:

@@ -29,6 +29,31 @@ def test_overflow_bytes_by_hand() -> None:
     assert layout.overflow_bytes(HIST, 2.0) == 25 * 32 + 15 * 64
 
 
+def test_overflow_entries_by_hand() -> None:
+    # at r=2 the 3- and 4-sector entries overflow; weighted, their weights are summed instead
+    assert layout.overflow_entries(HIST, 2.0) == 25 + 15
+    np.testing.assert_allclose(layout.overflow_entries(HIST * 0.5, np.array([1.0, 4.0])), [0.0, 35.0])
+
+
+def test_policy_targets_by_hand() -> None:
+    # two snapshots of two allocations (one compressor): "a" like HIST then incompressible, "b" all zero
+    h = np.zeros((2, 2, 1, 5))
+    h[0, 0, 0], h[1, 0, 0] = HIST, [0, 0, 0, 0, 100]
+    h[:, 1, 0] = [100, 0, 0, 0, 0]
+    th = np.array([0.3, 0.7])
+    profile = layout.policy_targets(h, th, layout.TARGETS, "profile")
+    assert profile.shape == (2, 2, 1, 2)
+    np.testing.assert_allclose(profile[:, 0, 0], [[1.0, 1.0]] * 2)  # its worst snapshot decides
+    np.testing.assert_allclose(profile[:, 1, 0], [[4.0, 4.0]] * 2)
+    oracle = layout.policy_targets(h, th, layout.TARGETS, "oracle")
+    np.testing.assert_allclose(oracle[:, 0, 0], [[4 / 3, 4.0], [1.0, 1.0]])  # each snapshot on its own
+    # global: one target for both, on their summed histogram in every snapshot; in snapshot 1 half the
+    # entries take 4 sectors, so at 30% nothing beyond r=1 qualifies, though "b" alone would take r=4
+    np.testing.assert_allclose(layout.policy_targets(h, th, layout.TARGETS, "global")[0, :, 0], [[1.0, 4.0]] * 2)
+    with pytest.raises(ValueError, match="unknown policy"):
+        layout.policy_targets(h, th, layout.TARGETS, "best")
+
+
 def test_choose_target_most_aggressive_within_threshold() -> None:
     assert layout.choose_target(HIST[None], 0.3) == pytest.approx(4 / 3)
     assert layout.choose_target(HIST[None], 0.4) == 2.0
