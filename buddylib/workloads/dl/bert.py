@@ -115,6 +115,8 @@ class ResidualNorm(nn.Module):
 
 
 class Attention(nn.Module):
+    """BERT's attention block: self-attention, then its output projection onto the residual."""
+
     def __init__(self, c: dict[str, Any]) -> None:
         super().__init__()
         self.self = SelfAttention(c)
@@ -125,6 +127,8 @@ class Attention(nn.Module):
 
 
 class Intermediate(nn.Module):
+    """The feed-forward expansion: dense to ``intermediate_size``, then exact GELU (the checkpoint's)."""
+
     def __init__(self, c: dict[str, Any]) -> None:
         super().__init__()
         if c["hidden_act"] != "gelu":
@@ -151,6 +155,8 @@ class Layer(nn.Module):
 
 
 class Encoder(nn.Module):
+    """The stack of encoder layers, each seeing the same attention mask."""
+
     def __init__(self, c: dict[str, Any]) -> None:
         super().__init__()
         self.layer = nn.ModuleList(Layer(c) for _ in range(c["num_hidden_layers"]))

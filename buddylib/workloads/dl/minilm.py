@@ -57,8 +57,8 @@ import numpy as np
 import torch
 
 from buddylib.workloads import register
-from buddylib.workloads.base import SCALES, AccessProfile, Kernel
-from buddylib.workloads.dl.base import QUICK_LIMIT, TracedWorkload, _ptr, _Tracer, deterministic_torch, to_numpy
+from buddylib.workloads.base import QUICK_LIMIT, SCALES, AccessProfile, Kernel
+from buddylib.workloads.dl.base import TracedWorkload, _ptr, _Tracer, deterministic_torch, to_numpy
 from buddylib.workloads.dl.bert import SentenceEncoder, load
 from buddylib.workloads.dl.data import corpus
 from buddylib.workloads.dl.tokenizer import WordPiece
