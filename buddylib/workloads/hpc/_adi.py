@@ -1,4 +1,4 @@
-"""Shared pieces of the NAS SP and BT proxies (NPB 3.3, as ported to GPUs for SPEC ACCEL).
+"""What the NAS SP and BT proxies share (NPB 3.3, as ported to GPUs for SPEC ACCEL).
 
 SP and BT solve the same problem: the 3-D compressible Navier-Stokes equations (five
 conserved variables rho, rho u, rho v, rho w, rho E) on the unit cube with a manufactured
@@ -6,10 +6,12 @@ solution — ``exact_solution`` is a fixed polynomial in (xi, eta, zeta) with co
 ``CE``, ``exact_rhs`` is the forcing that makes it a solution of the discrete equations'
 continuous counterpart, and Dirichlet boundary values come from it. Both run the same
 ``compute_rhs`` (central differences of the Euler fluxes, viscous terms, fourth-order
-artificial dissipation) and then factor the implicit operator by ADI into x-, y- and
-z-line solves: SP diagonalises the flux Jacobians and solves three scalar pentadiagonal
-systems per line (``penta_line``), BT solves the 5x5 block-tridiagonal systems per line
-(``block_tridiag_line``).
+artificial dissipation), then factor the implicit operator by ADI into x-, y- and z-line
+solves, then ``add`` the increment; only the line solves differ: SP (``sp.py``) diagonalises
+the flux Jacobians and solves three scalar pentadiagonal systems per line, BT (``bt.py``)
+solves the 5x5 block-tridiagonal systems per line. ``ADI`` is the workload both derive
+from; ``sweep`` and ``line`` give every line of a direction as views, so each proxy's
+x/y/z-solve is one loop over them.
 
 Arrays follow the GPU ports: ``u[5][KMAX][JMAXP+1][IMAXP+1]`` (variable-major, i fastest),
 with NPB's padding — the j and i extents are ``n // 2 * 2 + 1``, so an even grid carries one
@@ -19,10 +21,14 @@ dissipation and the verification norms are NPB's; ``grid(n)`` gives the padded s
 
 from __future__ import annotations
 
+import abc
 import math
+from typing import ClassVar
 
 import numba as nb
 import numpy as np
+
+from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload, threads_for
 
 # NPB set_constants
 C1, C2, C3, C4, C5 = 1.4, 0.4, 0.1, 1.0, 1.4
@@ -311,209 +317,106 @@ def rhs_norm(rhs, gp0, gp1, gp2):
     return rms
 
 
-# --- SP: scalar pentadiagonal line solves --------------------------------------------------
+@nb.njit(cache=True, inline="always")
+def sweep(d, gp0, gp1, gp2, dt):
+    """A d-direction sweep's line length n, NPB's dtt1 and dtt2, and the (outer, inner) extents of its lines."""
+    n = (gp0, gp1, gp2)[d]
+    return n, dt * float(n - 1) ** 2, dt * (n - 1) / 2.0, gp1 if d == 2 else gp2, gp1 if d == 0 else gp0
 
-@nb.njit(cache=True)
-def penta_line(a, r, m0, m1, n):
-    """Solve the pentadiagonal system ``a`` (5, n) for right-hand sides ``r[m0:m1]`` in place (NPB SP).
 
-    Row i reads ``a[0,i] x[i-2] + a[1,i] x[i-1] + a[2,i] x[i] + a[3,i] x[i+1] + a[4,i] x[i+2]``;
-    Thomas-style elimination without pivoting, as NPB, then back substitution. ``a`` is overwritten.
+@nb.njit(cache=True, inline="always")
+def line(x, d, a, b, n):
+    """The grid line of direction d through outer point a and inner point b: a view of x, whose last three
+    axes are (k, j, i); a is k for x and y lines, j for z lines; b is j for x lines, i for y and z lines."""
+    if d == 0:
+        return x[..., a, b, :n]
+    if d == 1:
+        return x[..., a, :n, b]
+    return x[..., :n, a, b]
+
+
+class ADI(Workload):
+    """An NPB ADI proxy: what SP and BT share (arrays, size search, initialisation, compute_rhs, add, norms).
+
+    A subclass names its arrays and constants, the factorisation between ``compute_rhs`` and
+    ``add`` (``factor``) and that factorisation's kernels (``factor_kernels``).
     """
-    for i in range(n - 2):
-        i1, i2 = i + 1, i + 2
-        fac1 = 1.0 / a[2, i]
-        a[3, i] *= fac1
-        a[4, i] *= fac1
-        for m in range(m0, m1):
-            r[m, i] *= fac1
-        a[2, i1] -= a[1, i1] * a[3, i]
-        a[3, i1] -= a[1, i1] * a[4, i]
-        for m in range(m0, m1):
-            r[m, i1] -= a[1, i1] * r[m, i]
-        a[1, i2] -= a[0, i2] * a[3, i]
-        a[2, i2] -= a[0, i2] * a[4, i]
-        for m in range(m0, m1):
-            r[m, i2] -= a[0, i2] * r[m, i]
-    i, i1 = n - 2, n - 1
-    fac1 = 1.0 / a[2, i]
-    a[3, i] *= fac1
-    a[4, i] *= fac1
-    for m in range(m0, m1):
-        r[m, i] *= fac1
-    a[2, i1] -= a[1, i1] * a[3, i]
-    a[3, i1] -= a[1, i1] * a[4, i]
-    fac2 = 1.0 / a[2, i1]
-    for m in range(m0, m1):
-        r[m, i1] -= a[1, i1] * r[m, i]
-        r[m, i1] *= fac2
-        r[m, i] -= a[3, i] * r[m, i1]
-    for i in range(n - 3, -1, -1):
-        for m in range(m0, m1):
-            r[m, i] = r[m, i] - a[3, i] * r[m, i + 1] - a[4, i] * r[m, i + 2]
 
+    #: Every array: name -> (leading extents before the padded grid, kind), in ``allocations`` order. It
+    #: holds ``u``, ``rhs``, ``forcing`` (5, grid) and compute_rhs's per-point fields (grid), all of kind
+    #: "field", and may hold ``speed``, which then compute_rhs fills.
+    arrays: ClassVar[dict[str, tuple[tuple[int, ...], str]]]
+    #: Steps of a quick run and of a larger one.
+    steps: ClassVar[tuple[int, int]]
+    #: FLOPs per interior point of compute_rhs's auxiliary-field pass.
+    aux_flops: ClassVar[float]
 
-@nb.njit(cache=True)
-def sp_line(lhs, lhsp, lhsm, rhon, r, cv, rho_i, speed, n, dtt1, dtt2, dd, dt):
-    """Build the three SP factors (u, u+c, u-c eigenvalues) of one grid line and solve them."""
-    comz1 = dt * DSSP
-    comz4, comz5, comz6 = 4.0 * comz1, 5.0 * comz1, 6.0 * comz1
-    for s in range(n):
-        ru1 = C3C4 * rho_i[s]
-        rhon[s] = max(max(dd + CON43 * ru1, dd + C1C5 * ru1), max(dd + ru1, dd))
-    for m in range(5):
-        lhs[m, 0] = lhs[m, n - 1] = 0.0
-    lhs[2, 0] = lhs[2, n - 1] = 1.0
-    for s in range(1, n - 1):
-        lhs[0, s] = 0.0
-        lhs[1, s] = -dtt2 * cv[s - 1] - dtt1 * rhon[s - 1]
-        lhs[2, s] = 1.0 + 2.0 * dtt1 * rhon[s]
-        lhs[3, s] = dtt2 * cv[s + 1] - dtt1 * rhon[s + 1]
-        lhs[4, s] = 0.0
-    # fourth-order dissipation
-    lhs[2, 1] += comz5
-    lhs[3, 1] -= comz4
-    lhs[4, 1] += comz1
-    lhs[1, 2] -= comz4
-    lhs[2, 2] += comz6
-    lhs[3, 2] -= comz4
-    lhs[4, 2] += comz1
-    for s in range(3, n - 3):
-        lhs[0, s] += comz1
-        lhs[1, s] -= comz4
-        lhs[2, s] += comz6
-        lhs[3, s] -= comz4
-        lhs[4, s] += comz1
-    s = n - 3
-    lhs[0, s] += comz1
-    lhs[1, s] -= comz4
-    lhs[2, s] += comz6
-    lhs[3, s] -= comz4
-    lhs[0, s + 1] += comz1
-    lhs[1, s + 1] -= comz4
-    lhs[2, s + 1] += comz5
-    for m in range(5):
-        for s in range(n):
-            lhsp[m, s] = lhs[m, s]
-            lhsm[m, s] = lhs[m, s]
-    for s in range(1, n - 1):
-        lhsp[1, s] -= dtt2 * speed[s - 1]
-        lhsp[3, s] += dtt2 * speed[s + 1]
-        lhsm[1, s] += dtt2 * speed[s - 1]
-        lhsm[3, s] -= dtt2 * speed[s + 1]
-    penta_line(lhs, r, 0, 3, n)
-    penta_line(lhsp, r, 3, 4, n)
-    penta_line(lhsm, r, 4, 5, n)
+    @classmethod
+    def nbytes(cls, n: int) -> int:
+        """Bytes of all allocations on an n^3 grid (padded as NPB)."""
+        return 8 * int(np.prod(grid(n))) * sum(int(np.prod(lead)) for lead, _ in cls.arrays.values())
 
+    @staticmethod
+    @abc.abstractmethod
+    def time_step(n: int) -> float:
+        """NPB's time step for an n^3 grid (the class nearest in size)."""
 
-# --- BT: 5x5 block-tridiagonal line solves -------------------------------------------------
+    @abc.abstractmethod
+    def factor(self) -> None:
+        """The ADI factorisation of one step: turns ``rhs`` into the increment ``add`` applies."""
 
-@nb.njit(cache=True)
-def _binvcrhs(lhs, s, r, with_c):
-    """Gauss-Jordan on block B = lhs[1,:,:,s]: C <- B^-1 C (if with_c), r <- B^-1 r (NPB binvcrhs/binvrhs)."""
-    for p in range(5):
-        pivot = 1.0 / lhs[1, p, p, s]
-        for c in range(p + 1, 5):
-            lhs[1, p, c, s] *= pivot
-        if with_c:
-            for c in range(5):
-                lhs[2, p, c, s] *= pivot
-        r[p, s] *= pivot
-        for q in range(5):
-            if q != p:
-                coeff = lhs[1, q, p, s]
-                for c in range(p + 1, 5):
-                    lhs[1, q, c, s] -= coeff * lhs[1, p, c, s]
-                if with_c:
-                    for c in range(5):
-                        lhs[2, q, c, s] -= coeff * lhs[2, p, c, s]
-                r[q, s] -= coeff * r[p, s]
+    @abc.abstractmethod
+    def factor_kernels(self, pts: float, stride: int) -> list[Kernel]:
+        """``factor``'s kernels for ``pts`` interior points; an x line's neighbours sit ``stride`` apart."""
 
+    def setup(self, footprint: int, rng: np.random.Generator) -> None:
+        n = 8
+        while self.nbytes(n + 1) <= footprint:
+            n += 1
+        self.setup_grid(n, self.time_step(n))
+        self.n_steps = self.steps[0] if footprint <= QUICK_LIMIT else self.steps[1]
 
-@nb.njit(cache=True)
-def block_tridiag_line(lhs, r, n):
-    """Solve the block-tridiagonal system lhs (3, 5, 5, n) = [A, B, C] blocks, rhs r (5, n), in place.
+    def setup_grid(self, n: int, dt: float) -> None:
+        """An n^3 problem with time step dt, initialised as NPB (no randomness: NPB has none)."""
+        self.n, self.dt = n, dt
+        shape = grid(n)
+        for name, (lead, _) in self.arrays.items():
+            setattr(self, name, np.zeros((*lead, *shape)))
+        exact_rhs(self.forcing, n, n, n, CE)
+        initialize(self.u, n, n, n, CE)
 
-    Row s: ``A_s x_{s-1} + B_s x_s + C_s x_{s+1} = r_s``; block Thomas as NPB BT (x_solve_cell).
-    """
-    _binvcrhs(lhs, 0, r, True)
-    for s in range(1, n):
-        for p in range(5):  # r_s -= A_s r_{s-1}
-            acc = 0.0
-            for c in range(5):
-                acc += lhs[0, p, c, s] * r[c, s - 1]
-            r[p, s] -= acc
-        for p in range(5):  # B_s -= A_s C_{s-1}
-            for c in range(5):
-                acc = 0.0
-                for q in range(5):
-                    acc += lhs[0, p, q, s] * lhs[2, q, c, s - 1]
-                lhs[1, p, c, s] -= acc
-        _binvcrhs(lhs, s, r, s < n - 1)
-    for s in range(n - 2, -1, -1):
-        for p in range(5):
-            acc = 0.0
-            for c in range(5):
-                acc += lhs[2, p, c, s] * r[c, s + 1]
-            r[p, s] -= acc
+    def _compute_rhs(self) -> None:
+        n, with_speed = self.n, "speed" in self.arrays
+        compute_rhs(self.u, self.rhs, self.forcing, self.rho_i, self.us, self.vs, self.ws, self.qs, self.square,
+                    self.speed if with_speed else self.rho_i, n, n, n, self.dt, with_speed)
 
+    def step(self) -> None:
+        with threads_for(self.n**3):
+            self._compute_rhs()
+            self.factor()
+            add(self.u, self.rhs, self.n, self.n, self.n)
 
-@nb.njit(cache=True)
-def bt_line(fjac, njac, lhs, r, u, rho_i, qs, square, n, d, dtt1, dtt2):
-    """Flux (fjac) and viscous (njac) Jacobians along one line in direction d, the blocks, the solve."""
-    v = d + 1
-    for s in range(n):
-        tmp1 = rho_i[s]
-        tmp2 = tmp1 * tmp1
-        tmp3 = tmp1 * tmp2
-        uv = u[v, s]
-        for a in range(5):
-            for b in range(5):
-                fjac[a, b, s] = 0.0
-                njac[a, b, s] = 0.0
-        fjac[0, v, s] = 1.0
-        for a in range(1, 4):
-            if a == v:
-                fjac[a, 0, s] = -(uv * tmp2 * uv) + C2 * qs[s]
-                fjac[a, a, s] = (2.0 - C2) * uv * tmp1
-                for b in range(1, 4):
-                    if b != v:
-                        fjac[a, b, s] = -C2 * u[b, s] * tmp1
-                fjac[a, 4, s] = C2
-            else:
-                fjac[a, 0, s] = -(u[a, s] * uv) * tmp2
-                fjac[a, v, s] = u[a, s] * tmp1
-                fjac[a, a, s] = uv * tmp1
-        fjac[4, 0, s] = (C2 * 2.0 * square[s] - C1 * u[4, s]) * (uv * tmp2)
-        fjac[4, v, s] = C1 * u[4, s] * tmp1 - C2 * (uv * uv * tmp2 + qs[s])
-        for b in range(1, 4):
-            if b != v:
-                fjac[4, b, s] = -C2 * (u[b, s] * uv) * tmp2
-        fjac[4, 4, s] = C1 * (uv * tmp1)
-        n40 = -C1345 * tmp2 * u[4, s]
-        for a in range(1, 4):
-            coef = CON43 * C3C4 if a == v else C3C4
-            njac[a, 0, s] = -coef * tmp2 * u[a, s]
-            njac[a, a, s] = coef * tmp1
-            n40 -= (coef - C1345) * tmp3 * (u[a, s] * u[a, s])
-            njac[4, a, s] = (coef - C1345) * tmp2 * u[a, s]
-        njac[4, 0, s] = n40
-        njac[4, 4, s] = C1345 * tmp1
-    dd = DCOEF[d]
-    for s in (0, n - 1):  # lhsinit
-        for a in range(3):
-            for p in range(5):
-                for c in range(5):
-                    lhs[a, p, c, s] = 0.0
-        for p in range(5):
-            lhs[1, p, p, s] = 1.0
-    for s in range(1, n - 1):
-        for p in range(5):
-            for c in range(5):
-                lhs[0, p, c, s] = -dtt2 * fjac[p, c, s - 1] - dtt1 * njac[p, c, s - 1]
-                lhs[1, p, c, s] = dtt1 * 2.0 * njac[p, c, s]
-                lhs[2, p, c, s] = dtt2 * fjac[p, c, s + 1] - dtt1 * njac[p, c, s + 1]
-            lhs[0, p, p, s] -= dtt1 * dd
-            lhs[1, p, p, s] += 1.0 + dtt1 * 2.0 * dd
-            lhs[2, p, p, s] -= dtt1 * dd
-    block_tridiag_line(lhs, r, n)
+    def allocations(self) -> dict[str, tuple[np.ndarray, str]]:
+        return {name: (getattr(self, name), kind) for name, (_, kind) in self.arrays.items()}
+
+    def profile(self) -> AccessProfile:
+        pts = float((self.n - 2) ** 3)
+        aux = [name for name, (lead, kind) in self.arrays.items() if kind == "field" and not lead]
+        return AccessProfile(self.name, [
+            Kernel("compute_rhs_aux", [Access("u", "read"), *(Access(a, "write") for a in aux)],
+                   flops=self.aux_flops * pts),
+            Kernel("compute_rhs", [Access("u", "read"), Access("forcing", "read"), Access("rhs", "write"),
+                                   *(Access(a, "read") for a in aux if a != "speed")], flops=380.0 * pts),
+            # a thread per x line walks i while its neighbours sit a row apart
+            *self.factor_kernels(pts, padded(self.n)),
+            Kernel("add", [Access("rhs", "read"), Access("u", "readwrite")], flops=5.0 * pts),
+        ])
+
+    def error_norm(self) -> np.ndarray:
+        """NPB's RMS error of u against the manufactured solution, per variable."""
+        return error_norm(self.u, self.n, self.n, self.n, CE)
+
+    def residual_norm(self) -> np.ndarray:
+        """NPB's verification residual: compute_rhs on the current u, RMS over the interior, / dt."""
+        self._compute_rhs()
+        return rhs_norm(self.rhs, self.n, self.n, self.n) / self.dt

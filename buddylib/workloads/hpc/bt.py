@@ -18,7 +18,7 @@ the last sweep's (z) Jacobians and factored blocks: structural zeros of the Jaco
 (row 0 has one 1, many entries are 0), constants on the diagonals, untouched boundary
 lines and padding — and zeros everywhere before the first iteration.
 
-Check (tests/workloads/test_bt.py): on the 12^3 class-S problem (dt = 0.01, 60 steps) the RMS
+Check (tests/workloads/test_adi.py, test_bt.py): on the 12^3 class-S problem (dt = 0.01, 60 steps) the RMS
 residual and RMS error against the exact solution equal NPB's published verification values
 to 1e-8; the error to the manufactured solution falls with iterations; and the
 block-tridiagonal line solver matches numpy.linalg.solve.
@@ -26,13 +26,13 @@ block-tridiagonal line solver matches numpy.linalg.solve.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numba as nb
-import numpy as np
 
 from buddylib.workloads import register
-from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload, threads_for
-from buddylib.workloads.hpc import _adi
-from buddylib.workloads.hpc._adi import CE
+from buddylib.workloads.base import Access, Kernel
+from buddylib.workloads.hpc._adi import ADI, C1, C2, C3C4, C1345, CON43, DCOEF, line, sweep
 
 #: NPB class S reference after 60 steps at dt = 0.01 on 12^3: RMS residual / dt, RMS error
 CLASS_S = {"n": 12, "dt": 0.01, "niter": 60,
@@ -41,93 +41,153 @@ CLASS_S = {"n": 12, "dt": 0.01, "niter": 60,
            "xce": (4.9976913345811579e-04, 4.5195666782961927e-05, 7.3973765172921357e-05,
                    7.3821238632439731e-05, 8.9269630987491446e-04)}
 
-_FIELDS1 = ("rho_i", "us", "vs", "ws", "qs", "square")
+
+@nb.njit(cache=True)
+def _binvcrhs(lhs, s, r, with_c):
+    """Gauss-Jordan on block B = lhs[1,:,:,s]: C <- B^-1 C (if with_c), r <- B^-1 r (NPB binvcrhs/binvrhs)."""
+    for p in range(5):
+        pivot = 1.0 / lhs[1, p, p, s]
+        for c in range(p + 1, 5):
+            lhs[1, p, c, s] *= pivot
+        if with_c:
+            for c in range(5):
+                lhs[2, p, c, s] *= pivot
+        r[p, s] *= pivot
+        for q in range(5):
+            if q != p:
+                coeff = lhs[1, q, p, s]
+                for c in range(p + 1, 5):
+                    lhs[1, q, c, s] -= coeff * lhs[1, p, c, s]
+                if with_c:
+                    for c in range(5):
+                        lhs[2, q, c, s] -= coeff * lhs[2, p, c, s]
+                r[q, s] -= coeff * r[p, s]
 
 
-def nbytes(n: int) -> int:
-    """Bytes of all BT allocations on an n^3 grid (padded as NPB)."""
-    return 8 * int(np.prod(_adi.grid(n))) * (3 * 5 + len(_FIELDS1) + 2 * 25 + 75)
+@nb.njit(cache=True)
+def block_tridiag_line(lhs, r, n):
+    """Solve the block-tridiagonal system lhs (3, 5, 5, n) = [A, B, C] blocks, rhs r (5, n), in place.
+
+    Row s: ``A_s x_{s-1} + B_s x_s + C_s x_{s+1} = r_s``; block Thomas as NPB BT (x_solve_cell).
+    """
+    _binvcrhs(lhs, 0, r, True)
+    for s in range(1, n):
+        for p in range(5):  # r_s -= A_s r_{s-1}
+            acc = 0.0
+            for c in range(5):
+                acc += lhs[0, p, c, s] * r[c, s - 1]
+            r[p, s] -= acc
+        for p in range(5):  # B_s -= A_s C_{s-1}
+            for c in range(5):
+                acc = 0.0
+                for q in range(5):
+                    acc += lhs[0, p, q, s] * lhs[2, q, c, s - 1]
+                lhs[1, p, c, s] -= acc
+        _binvcrhs(lhs, s, r, s < n - 1)
+    for s in range(n - 2, -1, -1):
+        for p in range(5):
+            acc = 0.0
+            for c in range(5):
+                acc += lhs[2, p, c, s] * r[c, s + 1]
+            r[p, s] -= acc
+
+
+@nb.njit(cache=True)
+def bt_line(fjac, njac, lhs, r, u, rho_i, qs, square, n, d, dtt1, dtt2):
+    """Flux (fjac) and viscous (njac) Jacobians along one line in direction d, the blocks, the solve."""
+    v = d + 1
+    for s in range(n):
+        tmp1 = rho_i[s]
+        tmp2 = tmp1 * tmp1
+        tmp3 = tmp1 * tmp2
+        uv = u[v, s]
+        for a in range(5):
+            for b in range(5):
+                fjac[a, b, s] = 0.0
+                njac[a, b, s] = 0.0
+        fjac[0, v, s] = 1.0
+        for a in range(1, 4):
+            if a == v:
+                fjac[a, 0, s] = -(uv * tmp2 * uv) + C2 * qs[s]
+                fjac[a, a, s] = (2.0 - C2) * uv * tmp1
+                for b in range(1, 4):
+                    if b != v:
+                        fjac[a, b, s] = -C2 * u[b, s] * tmp1
+                fjac[a, 4, s] = C2
+            else:
+                fjac[a, 0, s] = -(u[a, s] * uv) * tmp2
+                fjac[a, v, s] = u[a, s] * tmp1
+                fjac[a, a, s] = uv * tmp1
+        fjac[4, 0, s] = (C2 * 2.0 * square[s] - C1 * u[4, s]) * (uv * tmp2)
+        fjac[4, v, s] = C1 * u[4, s] * tmp1 - C2 * (uv * uv * tmp2 + qs[s])
+        for b in range(1, 4):
+            if b != v:
+                fjac[4, b, s] = -C2 * (u[b, s] * uv) * tmp2
+        fjac[4, 4, s] = C1 * (uv * tmp1)
+        n40 = -C1345 * tmp2 * u[4, s]
+        for a in range(1, 4):
+            coef = CON43 * C3C4 if a == v else C3C4
+            njac[a, 0, s] = -coef * tmp2 * u[a, s]
+            njac[a, a, s] = coef * tmp1
+            n40 -= (coef - C1345) * tmp3 * (u[a, s] * u[a, s])
+            njac[4, a, s] = (coef - C1345) * tmp2 * u[a, s]
+        njac[4, 0, s] = n40
+        njac[4, 4, s] = C1345 * tmp1
+    dd = DCOEF[d]
+    for s in (0, n - 1):  # lhsinit
+        for a in range(3):
+            for p in range(5):
+                for c in range(5):
+                    lhs[a, p, c, s] = 0.0
+        for p in range(5):
+            lhs[1, p, p, s] = 1.0
+    for s in range(1, n - 1):
+        for p in range(5):
+            for c in range(5):
+                lhs[0, p, c, s] = -dtt2 * fjac[p, c, s - 1] - dtt1 * njac[p, c, s - 1]
+                lhs[1, p, c, s] = dtt1 * 2.0 * njac[p, c, s]
+                lhs[2, p, c, s] = dtt2 * fjac[p, c, s + 1] - dtt1 * njac[p, c, s + 1]
+            lhs[0, p, p, s] -= dtt1 * dd
+            lhs[1, p, p, s] += 1.0 + dtt1 * 2.0 * dd
+            lhs[2, p, p, s] -= dtt1 * dd
+    block_tridiag_line(lhs, r, n)
 
 
 @nb.njit(parallel=True, cache=True)
 def _solve(d, rhs, fjac, njac, lhs, u, rho_i, qs, square, gp0, gp1, gp2, dt):
     """x_solve (d=0), y_solve (d=1) or z_solve (d=2): Jacobians, blocks and block Thomas on every line."""
-    n = (gp0, gp1, gp2)[d]
-    dtt1 = dt * float(n - 1) ** 2
-    dtt2 = dt * (n - 1) / 2.0
-    outer = gp1 if d == 2 else gp2
-    inner = gp1 if d == 0 else gp0
+    n, dtt1, dtt2, outer, inner = sweep(d, gp0, gp1, gp2, dt)
     for a in nb.prange(1, outer - 1):
         for b in range(1, inner - 1):
-            if d == 0:
-                k, j = a, b
-                v = (fjac[:, :, k, j, :n], njac[:, :, k, j, :n], lhs[:, :, :, k, j, :n], rhs[:, k, j, :n],
-                     u[:, k, j, :n], rho_i[k, j, :n], qs[k, j, :n], square[k, j, :n])
-            elif d == 1:
-                k, i = a, b
-                v = (fjac[:, :, k, :n, i], njac[:, :, k, :n, i], lhs[:, :, :, k, :n, i], rhs[:, k, :n, i],
-                     u[:, k, :n, i], rho_i[k, :n, i], qs[k, :n, i], square[k, :n, i])
-            else:
-                j, i = a, b
-                v = (fjac[:, :, :, j, i], njac[:, :, :, j, i], lhs[:, :, :, :, j, i], rhs[:, :, j, i],
-                     u[:, :, j, i], rho_i[:, j, i], qs[:, j, i], square[:, j, i])
-            _adi.bt_line(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], n, d, dtt1, dtt2)
+            bt_line(line(fjac, d, a, b, n), line(njac, d, a, b, n), line(lhs, d, a, b, n), line(rhs, d, a, b, n),
+                    line(u, d, a, b, n), line(rho_i, d, a, b, n), line(qs, d, a, b, n), line(square, d, a, b, n),
+                    n, d, dtt1, dtt2)
 
 
 @register
-class BT(Workload):
+class BT(ADI):
     name = "bt"
     proxies = "SPEC ACCEL 370.bt (NAS BT)"
 
-    def setup(self, footprint: int, rng: np.random.Generator) -> None:
-        n = 8
-        while nbytes(n + 1) <= footprint:
-            n += 1
+    arrays: ClassVar[dict[str, tuple[tuple[int, ...], str]]] = {
+        **{name: ((5,), "field") for name in ("u", "rhs", "forcing")},
+        **{name: ((), "field") for name in ("rho_i", "us", "vs", "ws", "qs", "square")},
+        "fjac": ((5, 5), "other"), "njac": ((5, 5), "other"), "lhs": ((3, 5, 5), "other")}
+    steps = (60, 45)
+    aux_flops = 18.0
+
+    @staticmethod
+    def time_step(n: int) -> float:
         # NPB's time steps: class S (12^3) 0.01, classes W/A (24^3, 64^3) 0.0008
-        self.setup_grid(n, 0.01 if n <= 16 else 0.0008)
-        self.n_steps = 60 if footprint <= QUICK_LIMIT else 45
+        return 0.01 if n <= 16 else 0.0008
 
-    def setup_grid(self, n: int, dt: float) -> None:
-        """An n^3 problem with time step dt, initialised as NPB (no randomness: NPB has none)."""
-        self.n, self.dt = n, dt
-        shape = _adi.grid(n)
-        self.u, self.rhs, self.forcing = (np.zeros((5, *shape)) for _ in range(3))
-        for name in _FIELDS1:
-            setattr(self, name, np.zeros(shape))
-        self.fjac = np.zeros((5, 5, *shape))
-        self.njac = np.zeros((5, 5, *shape))
-        self.lhs = np.zeros((3, 5, 5, *shape))
-        _adi.exact_rhs(self.forcing, n, n, n, CE)
-        _adi.initialize(self.u, n, n, n, CE)
-
-    def _compute_rhs(self) -> None:
+    def factor(self) -> None:
         n = self.n
-        _adi.compute_rhs(self.u, self.rhs, self.forcing, self.rho_i, self.us, self.vs, self.ws, self.qs, self.square,
-                         self.rho_i, n, n, n, self.dt, False)
-
-    def step(self) -> None:
-        with threads_for(self.n**3):
-            self._step()
-
-    def _step(self) -> None:
-        n = self.n
-        self._compute_rhs()
         for d in range(3):
             _solve(d, self.rhs, self.fjac, self.njac, self.lhs, self.u, self.rho_i, self.qs, self.square,
                    n, n, n, self.dt)
-        _adi.add(self.u, self.rhs, n, n, n)
 
-    def allocations(self) -> dict[str, tuple[np.ndarray, str]]:
-        out = {name: (getattr(self, name), "field") for name in ("u", "rhs", "forcing", *_FIELDS1)}
-        out.update({name: (getattr(self, name), "other") for name in ("fjac", "njac", "lhs")})
-        return out
-
-    def profile(self) -> AccessProfile:
-        n = self.n
-        pts = float((n - 2) ** 3)
-        aux = _FIELDS1
-        stride = _adi.padded(n)  # a thread per x line walks i while its neighbours sit a row apart
-
+    def factor_kernels(self, pts: float, stride: int) -> list[Kernel]:
         def solve(d: int) -> Kernel:
             pat = {"pattern": "strided", "stride": stride} if d == 0 else {}
             return Kernel(f"{'xyz'[d]}_solve", [
@@ -136,19 +196,4 @@ class BT(Workload):
                 Access("lhs", "readwrite", passes=2.0, **pat), Access("rhs", "readwrite", passes=2.0, **pat)],
                 flops=1025.0 * pts)
 
-        return AccessProfile(self.name, [
-            Kernel("compute_rhs_aux", [Access("u", "read"), *(Access(a, "write") for a in aux)], flops=18.0 * pts),
-            Kernel("compute_rhs", [Access("u", "read"), Access("forcing", "read"), Access("rhs", "write"),
-                                   *(Access(a, "read") for a in aux)], flops=380.0 * pts),
-            solve(0), solve(1), solve(2),
-            Kernel("add", [Access("rhs", "read"), Access("u", "readwrite")], flops=5.0 * pts),
-        ])
-
-    def error_norm(self) -> np.ndarray:
-        """NPB's RMS error of u against the manufactured solution, per variable."""
-        return _adi.error_norm(self.u, self.n, self.n, self.n, CE)
-
-    def residual_norm(self) -> np.ndarray:
-        """NPB's verification residual: compute_rhs on the current u, RMS over the interior, / dt."""
-        self._compute_rhs()
-        return _adi.rhs_norm(self.rhs, self.n, self.n, self.n) / self.dt
+        return [solve(0), solve(1), solve(2)]

@@ -21,7 +21,7 @@ each; band 0/4 are zero except the dissipation constants, the tails hold the fac
 values of the last sweep) and the ``rhon`` line scratch. ``u``'s five variables are smooth
 polynomials, so neighbouring entries share exponents and high mantissa bits.
 
-Check (tests/workloads/test_sp.py): on the 12^3 class-S problem (dt = 0.015, 100 steps) the
+Check (tests/workloads/test_adi.py, test_sp.py): on the 12^3 class-S problem (dt = 0.015, 100 steps) the
 RMS residual and RMS error against the exact solution equal NPB's published verification
 values to 1e-8 (what NPB itself requires); the error to the manufactured solution falls with
 iterations; and the pentadiagonal line solver matches numpy.linalg.solve.
@@ -29,13 +29,13 @@ iterations; and the pentadiagonal line solver matches numpy.linalg.solve.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numba as nb
-import numpy as np
 
 from buddylib.workloads import register
-from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload, threads_for
-from buddylib.workloads.hpc import _adi
-from buddylib.workloads.hpc._adi import BT, C2, C2IV, CE, DCOEF
+from buddylib.workloads.base import Access, Kernel
+from buddylib.workloads.hpc._adi import ADI, BT, C1C5, C2, C2IV, C3C4, CON43, DCOEF, DSSP, line, sweep
 
 #: NPB class S reference after 100 steps at dt = 0.015 on 12^3: RMS residual / dt, RMS error
 CLASS_S = {"n": 12, "dt": 0.015, "niter": 100,
@@ -44,13 +44,98 @@ CLASS_S = {"n": 12, "dt": 0.015, "niter": 100,
            "xce": (2.7289258557377227e-05, 1.0364446640837285e-05, 1.6154798287166471e-05,
                    1.5750704994480102e-05, 3.4177666183390531e-05)}
 
-_FIELDS5 = ("u", "rhs", "forcing", "lhs", "lhsp", "lhsm")
-_FIELDS1 = ("rho_i", "us", "vs", "ws", "qs", "speed", "square", "rhon")
+
+@nb.njit(cache=True)
+def penta_line(a, r, m0, m1, n):
+    """Solve the pentadiagonal system ``a`` (5, n) for right-hand sides ``r[m0:m1]`` in place (NPB SP).
+
+    Row i reads ``a[0,i] x[i-2] + a[1,i] x[i-1] + a[2,i] x[i] + a[3,i] x[i+1] + a[4,i] x[i+2]``;
+    Thomas-style elimination without pivoting, as NPB, then back substitution. ``a`` is overwritten.
+    """
+    for i in range(n - 2):
+        i1, i2 = i + 1, i + 2
+        fac1 = 1.0 / a[2, i]
+        a[3, i] *= fac1
+        a[4, i] *= fac1
+        for m in range(m0, m1):
+            r[m, i] *= fac1
+        a[2, i1] -= a[1, i1] * a[3, i]
+        a[3, i1] -= a[1, i1] * a[4, i]
+        for m in range(m0, m1):
+            r[m, i1] -= a[1, i1] * r[m, i]
+        a[1, i2] -= a[0, i2] * a[3, i]
+        a[2, i2] -= a[0, i2] * a[4, i]
+        for m in range(m0, m1):
+            r[m, i2] -= a[0, i2] * r[m, i]
+    i, i1 = n - 2, n - 1
+    fac1 = 1.0 / a[2, i]
+    a[3, i] *= fac1
+    a[4, i] *= fac1
+    for m in range(m0, m1):
+        r[m, i] *= fac1
+    a[2, i1] -= a[1, i1] * a[3, i]
+    a[3, i1] -= a[1, i1] * a[4, i]
+    fac2 = 1.0 / a[2, i1]
+    for m in range(m0, m1):
+        r[m, i1] -= a[1, i1] * r[m, i]
+        r[m, i1] *= fac2
+        r[m, i] -= a[3, i] * r[m, i1]
+    for i in range(n - 3, -1, -1):
+        for m in range(m0, m1):
+            r[m, i] = r[m, i] - a[3, i] * r[m, i + 1] - a[4, i] * r[m, i + 2]
 
 
-def nbytes(n: int) -> int:
-    """Bytes of all SP allocations on an n^3 grid (padded as NPB)."""
-    return 8 * int(np.prod(_adi.grid(n))) * (5 * len(_FIELDS5) + len(_FIELDS1))
+@nb.njit(cache=True)
+def sp_line(lhs, lhsp, lhsm, rhon, r, cv, rho_i, speed, n, dtt1, dtt2, dd, dt):
+    """Build the three SP factors (u, u+c, u-c eigenvalues) of one grid line and solve them."""
+    comz1 = dt * DSSP
+    comz4, comz5, comz6 = 4.0 * comz1, 5.0 * comz1, 6.0 * comz1
+    for s in range(n):
+        ru1 = C3C4 * rho_i[s]
+        rhon[s] = max(max(dd + CON43 * ru1, dd + C1C5 * ru1), max(dd + ru1, dd))
+    for m in range(5):
+        lhs[m, 0] = lhs[m, n - 1] = 0.0
+    lhs[2, 0] = lhs[2, n - 1] = 1.0
+    for s in range(1, n - 1):
+        lhs[0, s] = 0.0
+        lhs[1, s] = -dtt2 * cv[s - 1] - dtt1 * rhon[s - 1]
+        lhs[2, s] = 1.0 + 2.0 * dtt1 * rhon[s]
+        lhs[3, s] = dtt2 * cv[s + 1] - dtt1 * rhon[s + 1]
+        lhs[4, s] = 0.0
+    # fourth-order dissipation
+    lhs[2, 1] += comz5
+    lhs[3, 1] -= comz4
+    lhs[4, 1] += comz1
+    lhs[1, 2] -= comz4
+    lhs[2, 2] += comz6
+    lhs[3, 2] -= comz4
+    lhs[4, 2] += comz1
+    for s in range(3, n - 3):
+        lhs[0, s] += comz1
+        lhs[1, s] -= comz4
+        lhs[2, s] += comz6
+        lhs[3, s] -= comz4
+        lhs[4, s] += comz1
+    s = n - 3
+    lhs[0, s] += comz1
+    lhs[1, s] -= comz4
+    lhs[2, s] += comz6
+    lhs[3, s] -= comz4
+    lhs[0, s + 1] += comz1
+    lhs[1, s + 1] -= comz4
+    lhs[2, s + 1] += comz5
+    for m in range(5):
+        for s in range(n):
+            lhsp[m, s] = lhs[m, s]
+            lhsm[m, s] = lhs[m, s]
+    for s in range(1, n - 1):
+        lhsp[1, s] -= dtt2 * speed[s - 1]
+        lhsp[3, s] += dtt2 * speed[s + 1]
+        lhsm[1, s] += dtt2 * speed[s - 1]
+        lhsm[3, s] -= dtt2 * speed[s + 1]
+    penta_line(lhs, r, 0, 3, n)
+    penta_line(lhsp, r, 3, 4, n)
+    penta_line(lhsm, r, 4, 5, n)
 
 
 @nb.njit(parallel=True, cache=True)
@@ -113,85 +198,42 @@ def _tzetar(rhs, u, us, vs, ws, speed, qs, gp0, gp1, gp2):
 @nb.njit(parallel=True, cache=True)
 def _solve(d, rhs, lhs, lhsp, lhsm, rhon, vel, rho_i, speed, gp0, gp1, gp2, dt):
     """x_solve (d=0), y_solve (d=1) or z_solve (d=2): every grid line of direction d."""
-    n = (gp0, gp1, gp2)[d]
-    dtt1 = dt * float(n - 1) ** 2
-    dtt2 = dt * (n - 1) / 2.0
+    n, dtt1, dtt2, outer, inner = sweep(d, gp0, gp1, gp2, dt)
     dd = DCOEF[d]
-    outer = gp1 if d == 2 else gp2
-    inner = gp1 if d == 0 else gp0
     for a in nb.prange(1, outer - 1):
         for b in range(1, inner - 1):
-            if d == 0:
-                k, j = a, b
-                sp = (lhs[:, k, j, :n], lhsp[:, k, j, :n], lhsm[:, k, j, :n], rhon[k, j, :n], rhs[:, k, j, :n],
-                      vel[k, j, :n], rho_i[k, j, :n], speed[k, j, :n])
-            elif d == 1:
-                k, i = a, b
-                sp = (lhs[:, k, :n, i], lhsp[:, k, :n, i], lhsm[:, k, :n, i], rhon[k, :n, i], rhs[:, k, :n, i],
-                      vel[k, :n, i], rho_i[k, :n, i], speed[k, :n, i])
-            else:
-                j, i = a, b
-                sp = (lhs[:, :, j, i], lhsp[:, :, j, i], lhsm[:, :, j, i], rhon[:, j, i], rhs[:, :, j, i],
-                      vel[:, j, i], rho_i[:, j, i], speed[:, j, i])
-            _adi.sp_line(sp[0], sp[1], sp[2], sp[3], sp[4], sp[5], sp[6], sp[7], n, dtt1, dtt2, dd, dt)
+            sp_line(line(lhs, d, a, b, n), line(lhsp, d, a, b, n), line(lhsm, d, a, b, n), line(rhon, d, a, b, n),
+                    line(rhs, d, a, b, n), line(vel, d, a, b, n), line(rho_i, d, a, b, n), line(speed, d, a, b, n),
+                    n, dtt1, dtt2, dd, dt)
 
 
 @register
-class SP(Workload):
+class SP(ADI):
     name = "sp"
     proxies = "SPEC ACCEL 356.sp / 357.csp (NAS SP)"
 
-    def setup(self, footprint: int, rng: np.random.Generator) -> None:
-        n = 8
-        while nbytes(n + 1) <= footprint:
-            n += 1
+    arrays: ClassVar[dict[str, tuple[tuple[int, ...], str]]] = {
+        **{name: ((5,), "field") for name in ("u", "rhs", "forcing")},
+        **{name: ((), "field") for name in ("rho_i", "us", "vs", "ws", "qs", "speed", "square")},
+        **{name: ((5,), "other") for name in ("lhs", "lhsp", "lhsm")}, "rhon": ((), "other")}
+    steps = (100, 60)
+    aux_flops = 20.0
+
+    @staticmethod
+    def time_step(n: int) -> float:
         # NPB's time steps: class S (12^3) 0.015, classes W/A (36^3, 64^3) 0.0015
-        quick = footprint <= QUICK_LIMIT
-        self.setup_grid(n, 0.015 if n <= 12 else (0.005 if n <= 24 else 0.0015))
-        self.n_steps = 100 if quick else 60
+        return 0.015 if n <= 12 else (0.005 if n <= 24 else 0.0015)
 
-    def setup_grid(self, n: int, dt: float) -> None:
-        """An n^3 problem with time step dt, initialised as NPB (no randomness: NPB has none)."""
-        self.n, self.dt = n, dt
-        shape = _adi.grid(n)
-        for name in _FIELDS5:
-            setattr(self, name, np.zeros((5, *shape)))
-        for name in _FIELDS1:
-            setattr(self, name, np.zeros(shape))
-        _adi.exact_rhs(self.forcing, n, n, n, CE)
-        _adi.initialize(self.u, n, n, n, CE)
-
-    def _compute_rhs(self) -> None:
-        n = self.n
-        _adi.compute_rhs(self.u, self.rhs, self.forcing, self.rho_i, self.us, self.vs, self.ws, self.qs, self.square,
-                         self.speed, n, n, n, self.dt, True)
-
-    def step(self) -> None:
-        with threads_for(self.n**3):
-            self._step()
-
-    def _step(self) -> None:
+    def factor(self) -> None:
         n, dt = self.n, self.dt
-        self._compute_rhs()
         _txinvr(self.rhs, self.rho_i, self.us, self.vs, self.ws, self.speed, self.qs, n, n, n)
         for d, vel in enumerate((self.us, self.vs, self.ws)):
             _solve(d, self.rhs, self.lhs, self.lhsp, self.lhsm, self.rhon, vel, self.rho_i, self.speed, n, n, n, dt)
             if d < 2:
                 _ninvr_pinvr(self.rhs, n, n, n, d == 1)
         _tzetar(self.rhs, self.u, self.us, self.vs, self.ws, self.speed, self.qs, n, n, n)
-        _adi.add(self.u, self.rhs, n, n, n)
 
-    def allocations(self) -> dict[str, tuple[np.ndarray, str]]:
-        out = {name: (getattr(self, name), "field") for name in _FIELDS5[:3] + _FIELDS1[:-1]}
-        out.update({name: (getattr(self, name), "other") for name in ("lhs", "lhsp", "lhsm", "rhon")})
-        return out
-
-    def profile(self) -> AccessProfile:
-        n = self.n
-        pts = float((n - 2) ** 3)
-        aux = ("rho_i", "us", "vs", "ws", "qs", "speed", "square")
-        stride = _adi.padded(n)  # a thread per x line walks i while its neighbours sit a row apart
-
+    def factor_kernels(self, pts: float, stride: int) -> list[Kernel]:
         def solve(d: int, vel: str) -> Kernel:
             pat = {"pattern": "strided", "stride": stride} if d == 0 else {}
             return Kernel(f"{'xyz'[d]}_solve", [
@@ -201,10 +243,7 @@ class SP(Workload):
                 Access("rhs", "readwrite", passes=2.0, **pat)], flops=130.0 * pts)
 
         inv = [Access("rhs", "readwrite")]
-        return AccessProfile(self.name, [
-            Kernel("compute_rhs_aux", [Access("u", "read"), *(Access(a, "write") for a in aux)], flops=20.0 * pts),
-            Kernel("compute_rhs", [Access("u", "read"), Access("forcing", "read"), Access("rhs", "write"),
-                                   *(Access(a, "read") for a in aux if a != "speed")], flops=380.0 * pts),
+        return [
             Kernel("txinvr", [*(Access(a, "read") for a in ("rho_i", "us", "vs", "ws", "speed", "qs")), *inv],
                    flops=30.0 * pts),
             solve(0, "us"), Kernel("ninvr", inv, flops=10.0 * pts),
@@ -212,14 +251,4 @@ class SP(Workload):
             solve(2, "ws"),
             Kernel("tzetar", [*(Access(a, "read") for a in ("u", "us", "vs", "ws", "speed", "qs")), *inv],
                    flops=25.0 * pts),
-            Kernel("add", [Access("rhs", "read"), Access("u", "readwrite")], flops=5.0 * pts),
-        ])
-
-    def error_norm(self) -> np.ndarray:
-        """NPB's RMS error of u against the manufactured solution, per variable."""
-        return _adi.error_norm(self.u, self.n, self.n, self.n, CE)
-
-    def residual_norm(self) -> np.ndarray:
-        """NPB's verification residual: compute_rhs on the current u, RMS over the interior, / dt."""
-        self._compute_rhs()
-        return _adi.rhs_norm(self.rhs, self.n, self.n, self.n) / self.dt
+        ]
