@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,9 @@ class Task:
 
     @property
     def label(self) -> str:
-        return f"{self.kind}:{self.name}" + (f"@{self.scale}" if self.kind != "notebook" else "")
+        if self.kind == "notebook":
+            return f"notebook:{Path(self.name).stem}"
+        return f"{self.kind}:{self.name}@{self.scale}"
 
 
 def generation_tasks(scale: str | float, names: Sequence[str], paper_names: Sequence[str] = (),
@@ -82,33 +85,82 @@ def execute(task: Task, data: str, seed: int = 0, notebook_args: dict[str, Any] 
 def run_all(tasks: Sequence[Task], data: str | Path, scheduler: str | None = None, seed: int = 0,
             desc: str = "tasks", notebook_args: dict[str, Any] | None = None) -> dict[str, float]:
     """Every task, on ``scheduler`` (None: a local cluster of one worker per core; "serial": here, in
-    order; else a scheduler address); a progress bar counts them as they finish. Returns seconds per task."""
+    order; else a scheduler address). A progress bar counts them as they finish and names the running
+    ones with their seconds so far. Returns seconds per task."""
     data = str(Path(data).resolve())
     if not tasks:
         return {}
-    bar = tqdm(total=len(tasks), desc=desc, unit="task", dynamic_ncols=True)
     times: dict[str, float] = {}
-    try:
+    with _Progress(len(tasks), desc) as progress:
         if scheduler == "serial":
             for t in tasks:
-                bar.set_postfix_str(t.label)
-                label, seconds = execute(t, data, seed, notebook_args)
-                times[label] = seconds
-                bar.update()
+                progress.running([t.label])
+                label, times[label] = execute(t, data, seed, notebook_args)
+                progress.finished(label)
             return times
-        from distributed import as_completed
-
+        progress.note = "starting workers"
         with _client(scheduler) as client:
+            progress.note = ""
             futures = {client.submit(execute, t, data, seed, notebook_args, pure=False, key=f"{t.label}-{id(t)}"): t
                        for t in tasks}
-            for fut in as_completed(futures):
-                label, seconds = fut.result()  # a failed task raises here, naming its error
-                times[label] = seconds
-                bar.set_postfix_str(label)
-                bar.update()
-        return times
-    finally:
-        bar.close()
+            labels = {f.key: t.label for f, t in futures.items()}
+            pending = set(futures)
+            while pending:
+                for fut in [f for f in pending if f.done()]:
+                    label, times[label] = fut.result()  # a failed task raises here, naming its error
+                    pending.discard(fut)
+                    progress.finished(label)
+                progress.running([labels[k] for keys in client.processing().values() for k in keys
+                                  if k in labels and labels[k] not in times])
+                time.sleep(0.5 if pending else 0)
+    return times
+
+
+class _Progress:
+    """A tqdm bar over tasks whose postfix names the running tasks and the seconds each has run so far
+    (refreshed every second by a thread, so a long task shows it is still going)."""
+
+    def __init__(self, total: int, desc: str) -> None:
+        self.bar = tqdm(total=total, desc=desc, unit="task", dynamic_ncols=True)
+        self.started: dict[str, float] = {}
+        self.note = ""  # shown while nothing runs
+        self._stop = threading.Event()
+        self._lock = threading.Lock()  # the ticker thread shows while the caller updates
+        self._ticker = threading.Thread(target=self._tick, daemon=True)
+
+    def __enter__(self) -> _Progress:
+        self._ticker.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._ticker.join()
+        self.started.clear()
+        self.bar.set_postfix_str("")
+        self.bar.close()
+
+    def running(self, labels: Iterable[str]) -> None:
+        """These tasks run now (those already running keep their start time)."""
+        now = time.perf_counter()
+        with self._lock:
+            self.started = {label: self.started.get(label, now) for label in labels}
+
+    def finished(self, label: str) -> None:
+        with self._lock:
+            self.started.pop(label, None)
+            self.bar.update()
+        self.show()
+
+    def show(self) -> None:
+        with self._lock:
+            now = time.perf_counter()
+            running = sorted(self.started.items(), key=lambda kv: kv[1])
+            text = ", ".join(f"{label} {now - t0:.0f}s" for label, t0 in running[:4]) or self.note
+            self.bar.set_postfix_str(text + (f" +{len(running) - 4} more" if len(running) > 4 else ""))
+
+    def _tick(self) -> None:
+        while not self._stop.wait(1.0):
+            self.show()
 
 
 @contextlib.contextmanager
@@ -124,7 +176,9 @@ def _client(scheduler: str | None) -> Iterator[Any]:
             yield client
         return
     single = {k: "1" for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
-    with dask.config.set({"distributed.nanny.pre-spawn-environ": single, "distributed.worker.daemon": False}), \
+    # one task per worker at a time, so the tasks the scheduler lists as processing are the running ones
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": single, "distributed.worker.daemon": False,
+                          "distributed.scheduler.worker-saturation": 1.0}), \
             LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True, memory_limit=0,
                          dashboard_address=None) as cluster, Client(cluster) as client:
         yield client

@@ -12,10 +12,18 @@ from buddylib import analysis, paper, reproduce, snapshot
 from buddylib.cli import main
 
 
-def test_pipeline_small(tmp_path: Path) -> None:
-    index = reproduce.run(tmp_path / "reports", bench_mib=1, data=tmp_path / "data", scale="quick",
-                          names=["ostencil"], notebooks=["02_hpc_ratios"])
-    text = index.read_text()
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A whole ``make reproduce``, small: one workload, one notebook. Returns the folder holding reports/, data/."""
+    tmp_path = tmp_path_factory.mktemp("reproduce")
+    reproduce.run(tmp_path / "reports", bench_mib=1, data=tmp_path / "data", scale="quick",
+                  names=["ostencil"], notebooks=["02_hpc_ratios"])
+    return tmp_path
+
+
+def test_pipeline_small(small_run: Path) -> None:
+    tmp_path = small_run
+    text = (tmp_path / "reports/README.md").read_text()
     for f in ("bench/bench.csv", "bench/bench.png", "hpc/hpc_ratios.nc", "hpc/hpc_ratios.csv",
               "slowdown/slowdown.nc", "slowdown/slowdown.csv"):
         assert (tmp_path / "reports" / f).stat().st_size > 0, f
@@ -41,6 +49,23 @@ def test_pipeline_small(tmp_path: Path) -> None:
     assert "](02_hpc_ratios/hpc_ratios.png)" in text  # the index shows the notebook's figure
     assert "05_slowdown_sensitivity/slowdown_sensitivity.png" not in text  # notebook 05 did not run
     assert "notebook 02_hpc_ratios" in text
+
+
+def test_small_run_page(small_run: Path, capsys) -> None:
+    """The page's links all resolve; it is rendered again, unchanged, from the results saved beside it; the
+    run's step times are there for the next run's estimate."""
+    from buddylib import index_page
+
+    out = small_run / "reports"
+    assert index_page.broken_links(out) == []
+    assert 'href="02_hpc_ratios/hpc_ratios.png"' in (out / "index.html").read_text()  # a thumbnail
+    before = [(out / f).read_text() for f in ("README.md", "index.html")]
+    index_page.rerender(out)
+    assert [(out / f).read_text() for f in ("README.md", "index.html")] == before
+    last = reproduce.last_run_seconds(out)
+    assert {"compressor benchmark", "total", "run:ostencil@quick", "notebook 02_hpc_ratios"} <= set(last)
+    reproduce._Clock(last)
+    assert "make reproduce: about" in capsys.readouterr().out
 
 
 def test_workloads_cli(tmp_path: Path, capsys) -> None:
