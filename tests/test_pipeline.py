@@ -23,3 +23,17 @@ def test_cluster_and_serial_give_identical_results(tmp_path: Path) -> None:
         assert digests[0] == digests[1]
         sweeps = [xr.open_dataset(tmp_path / d / f"{stem}.slowdown-t0.3.nc").load() for d in ("serial", "cluster")]
         xr.testing.assert_identical(sweeps[0], sweeps[1])
+
+
+def test_progress_names_the_running_tasks() -> None:
+    """The bar's postfix names what runs now and for how long, oldest first; a finished task leaves it."""
+    import re
+
+    assert pipeline.Task("notebook", "/x/notebooks/02_hpc_ratios.ipynb", "quick", 0).label == "notebook:02_hpc_ratios"
+    with pipeline._Progress(2, "notebooks") as progress:
+        progress.running(["notebook:02_hpc_ratios"])
+        progress.running(["notebook:02_hpc_ratios", "notebook:09_fidelity"])  # the first keeps its start
+        progress.show()
+        assert re.fullmatch(r"notebook:02_hpc_ratios \d+s, notebook:09_fidelity \d+s", progress.bar.postfix)
+        progress.finished("notebook:02_hpc_ratios")
+        assert re.fullmatch(r"notebook:09_fidelity \d+s", progress.bar.postfix) and progress.bar.n == 1
