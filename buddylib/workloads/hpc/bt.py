@@ -18,10 +18,13 @@ the last sweep's (z) Jacobians and factored blocks: structural zeros of the Jaco
 (row 0 has one 1, many entries are 0), constants on the diagonals, untouched boundary
 lines and padding — and zeros everywhere before the first iteration.
 
-Check (tests/workloads/test_adi.py, test_bt.py): on the 12^3 class-S problem (dt = 0.01, 60 steps) the RMS
-residual and RMS error against the exact solution equal NPB's published verification values
-to 1e-8; the error to the manufactured solution falls with iterations; and the
-block-tridiagonal line solver matches numpy.linalg.solve.
+The steps shared with SP (arrays, initialisation, ``compute_rhs``, ``add``, norms) are
+``_adi.ADI``'s; this module holds the Jacobians, the block-tridiagonal solver and BT's constants.
+
+Check (tests/workloads/test_adi.py, test_bt.py): on the 12^3 class-S problem (dt = 0.01,
+60 steps) the RMS residual and RMS error against the exact solution equal NPB's published
+verification values to 1e-8; the error to the manufactured solution falls with iterations;
+the block-tridiagonal line solver matches numpy.linalg.solve; and fjac is the flux Jacobian.
 """
 
 from __future__ import annotations

@@ -21,10 +21,14 @@ each; band 0/4 are zero except the dissipation constants, the tails hold the fac
 values of the last sweep) and the ``rhon`` line scratch. ``u``'s five variables are smooth
 polynomials, so neighbouring entries share exponents and high mantissa bits.
 
-Check (tests/workloads/test_adi.py, test_sp.py): on the 12^3 class-S problem (dt = 0.015, 100 steps) the
-RMS residual and RMS error against the exact solution equal NPB's published verification
-values to 1e-8 (what NPB itself requires); the error to the manufactured solution falls with
-iterations; and the pentadiagonal line solver matches numpy.linalg.solve.
+The steps shared with BT (arrays, initialisation, ``compute_rhs``, ``add``, norms) are
+``_adi.ADI``'s; this module holds the characteristic transforms, the pentadiagonal solver and
+SP's constants.
+
+Check (tests/workloads/test_adi.py, test_sp.py): on the 12^3 class-S problem (dt = 0.015,
+100 steps) the RMS residual and RMS error against the exact solution equal NPB's published
+verification values to 1e-8 (what NPB itself requires); the error to the manufactured
+solution falls with iterations; and the pentadiagonal line solver matches numpy.linalg.solve.
 """
 
 from __future__ import annotations
