@@ -23,6 +23,7 @@ import xarray as xr
 from tqdm import tqdm
 
 from buddylib import layout
+from buddylib.compressors import DEFAULT_COMPRESSORS
 from buddylib.compressors import get as get_compressor
 from buddylib.compressors import names as compressor_names
 from buddylib.entries import ENTRY_BYTES, SECTOR_BYTES, SECTORS_PER_ENTRY, _as_byte_array, as_entries
@@ -30,7 +31,6 @@ from buddylib.snapshot import Allocation, Snapshot, snapshot_from_arrays
 from buddylib.threads import numba_threads
 
 MiB = 1 << 20
-DEFAULT_COMPRESSORS = ("bpc32", "bpc64", "bdi", "fpc", "zvc")
 CHUNK_BYTES = 64 * MiB
 #: Marks a result of :func:`analyze` (``attrs["source"]``), so ``--out`` knows what it may replace.
 RESULT_SOURCE = "buddylib.analysis.analyze"
@@ -197,11 +197,8 @@ def _run_dask(tasks: list[Any], client: Any, progress: bool | None) -> list[np.n
 
 
 def _allocation_names(snapshots: Sequence[Snapshot]) -> list[str]:
-    names: dict[str, None] = {}
-    for s in snapshots:
-        for a in s.allocations:
-            names.setdefault(a.name, None)
-    return list(names)
+    """Every allocation's name, in order of first appearance over the snapshots."""
+    return list(dict.fromkeys(a.name for s in snapshots for a in s.allocations))
 
 
 def check_compressors(compressors: Sequence[str] | str) -> list[str]:
@@ -375,8 +372,8 @@ def _add_references(ds: xr.Dataset, snapshots: Sequence[Snapshot], names: list[s
 
 def _allocation_table(snapshots: Sequence[Snapshot], names: list[str]) -> dict[str, Any]:
     nbytes = np.zeros((len(snapshots), len(names)), dtype=np.int64)
-    kind = dict.fromkeys(names, "other")
-    dtype = dict.fromkeys(names, "")
+    kind: dict[str, str] = {}  # every name is set below: names come from these snapshots
+    dtype: dict[str, str] = {}
     index = {n: i for i, n in enumerate(names)}
     for si, s in enumerate(snapshots):
         for a in s.allocations:

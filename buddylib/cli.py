@@ -289,7 +289,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--compressors-only", action="store_true", help="skip the buddy analyze and dask timings")
     b.set_defaults(func=_bench)
 
-    from buddylib.analysis import DEFAULT_COMPRESSORS
+    from buddylib.compressors import DEFAULT_COMPRESSORS
     from buddylib.layout import DEFAULT_THRESHOLD, POLICIES, TARGETS
     from buddylib.readers import MAX_BYTES
 

@@ -12,11 +12,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 from tqdm import tqdm
 
 from buddylib import snapshot, workloads
-from buddylib.analysis import DEFAULT_COMPRESSORS, analyze
+from buddylib.analysis import analyze
+from buddylib.compressors import DEFAULT_COMPRESSORS
+from buddylib.layout import DEFAULT_THRESHOLD
 from buddylib.provenance import ANALYSIS_SOURCES, code_version, frozen
 
 THRESHOLDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
@@ -77,7 +80,7 @@ def _per_workload(ds: xr.Dataset, name: str, seconds: float) -> xr.Dataset:
 
 
 def slowdowns(names: Sequence[str], scale: str | float = "quick", seed: int = 0, data: str | Path = "data",
-              threshold: float = 0.3, progress: bool = True) -> xr.Dataset:
+              threshold: float = DEFAULT_THRESHOLD, progress: bool = True) -> xr.Dataset:
     """Timing-model sweep for each saved workload run, plus the Unified-Memory comparison.
 
     Each workload's result is cached beside its run (``.slowdown-t0.3.nc``) and reused while the
@@ -118,8 +121,9 @@ def slowdowns(names: Sequence[str], scale: str | float = "quick", seed: int = 0,
 
 
 def memory_vs_batch(names: Sequence[str], batches: Sequence[int], scale: str | float = "quick", seed: int = 0,
-                    data: str | Path = "data", steps: int = 3, compressor: str = "bpc32", threshold: float = 0.3,
-                    regenerate: bool = False, progress: bool = True) -> xr.Dataset:
+                    data: str | Path = "data", steps: int = 3, compressor: str = "bpc32",
+                    threshold: float = DEFAULT_THRESHOLD, regenerate: bool = False, progress: bool = True
+                    ) -> xr.Dataset:
     """GPU memory and measured training throughput of DL workloads at several mini-batch sizes.
 
     For each network and batch size: a fresh model trained one warm-up step (so gradients and
@@ -256,6 +260,9 @@ def final(ds: xr.Dataset) -> xr.Dataset:
     return ds.isel(snapshot=last)
 
 
-def geometric_mean(x: xr.DataArray, dim: str = "workload") -> xr.DataArray:
-    """Geometric mean along ``dim``: the right average of ratios."""
-    return np.exp(np.log(x).mean(dim))
+def geometric_mean(x: xr.DataArray | pd.Series | np.ndarray, dim: str = "workload") -> xr.DataArray | float:
+    """Geometric mean, the right average of ratios: along ``dim`` of a DataArray; of all values
+    of a Series or array, as a float (a notebook's table column)."""
+    if isinstance(x, xr.DataArray):
+        return np.exp(np.log(x).mean(dim))
+    return float(np.exp(np.log(x).mean()))

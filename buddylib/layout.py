@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from buddylib import paper
 from buddylib.entries import ENTRY_BYTES, SECTOR_BYTES, SECTORS_PER_ENTRY
 
 #: The paper's target compression ratios (device share 4, 3, 2, 1 sectors).
@@ -22,8 +23,8 @@ TARGETS: tuple[float, ...] = (1.0, 4 / 3, 2.0, 4.0)
 EXTENDED_TARGETS: tuple[float, ...] = (*TARGETS, 8.0, 16.0)
 #: Per-entry metadata: 4 bits (the sector count and flags), kept in device memory.
 METADATA_BITS_PER_ENTRY = 4
-#: Default buddy threshold: the largest overflow fraction the profiling policy accepts.
-DEFAULT_THRESHOLD = 0.3
+#: Default buddy threshold, the largest overflow fraction the profiling policy accepts: the paper's 30%.
+DEFAULT_THRESHOLD: float = paper.HEADLINE["threshold"]
 POLICIES = ("profile", "global", "oracle")
 SECTOR_VALUES = np.arange(SECTORS_PER_ENTRY + 1)
 

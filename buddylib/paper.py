@@ -33,8 +33,11 @@ HEADLINE = {"gpu": "V100-32GB", "link": "NVLink2", "compressor": "bpc32", "thres
             "metadata_cache_bytes": 64 << 10, "outstanding": 5120, "bandwidth_credit": False}
 
 
-def headline(ds, *keep: str):
+def headline(ds, *keep: str, **at):
     """``ds`` at the headline configuration, along every dimension it has except those in ``keep``.
+
+    ``at`` changes a setting (a notebook's own threshold, a variant), so that no caller copies the
+    configuration into its own ``sel``.
 
     >>> import xarray as xr
     >>> da = xr.DataArray([[1.0, 2.0]], dims=("gpu", "threshold"),
@@ -43,11 +46,8 @@ def headline(ds, *keep: str):
     1.0
     >>> headline(da, "threshold").values.tolist()
     [1.0, 2.0]
+    >>> float(headline(da, threshold=0.5))
+    2.0
     """
-    return ds.sel({k: v for k, v in HEADLINE.items() if k in ds.dims and k not in keep})
+    return ds.sel({k: v for k, v in (HEADLINE | at).items() if k in ds.dims and k not in keep})
 
-
-def describe(**override) -> str:
-    """The headline configuration in words, e.g. 'V100-32GB + NVLink2, bpc32, threshold 30%'."""
-    c = HEADLINE | override
-    return f"{c['gpu']} + {c['link']}, {c['compressor']}, threshold {c['threshold']:.0%}"

@@ -151,3 +151,15 @@ print(numba.threading_layer(), float(ds.ideal_ratio_total.sel(compressor="bpc32"
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split() == ["workqueue", "True"]
+
+
+def test_constants_have_one_home() -> None:
+    """A run records every registered compressor; an analysis defaults to the paper's five and threshold."""
+    from buddylib import compressors, experiments, layout, paper
+
+    assert list(compressors.ALL_COMPRESSORS) == compressors.names()
+    assert set(compressors.DEFAULT_COMPRESSORS) < set(compressors.ALL_COMPRESSORS)
+    assert layout.DEFAULT_THRESHOLD == paper.HEADLINE["threshold"]
+    assert experiments.geometric_mean(np.array([1.0, 4.0])) == pytest.approx(2.0)
+    da = xr.DataArray([[1.0, 4.0], [9.0, 1.0]], dims=("workload", "x"))
+    np.testing.assert_allclose(experiments.geometric_mean(da).values, [3.0, 2.0])

@@ -79,10 +79,6 @@ class Workset:
     _streams: list | None = field(default=None, repr=False)
 
     @classmethod
-    def from_run(cls, run, compressor: str = "bpc32") -> Workset:
-        return cls(run.workload.name, run.snapshots, run.profile, run.index_arrays, compressor)
-
-    @classmethod
     def load(cls, path: str | Path, compressor: str = "bpc32") -> Workset:
         """From the files ``Run.save`` wrote (``NAME-SCALE-sSEED.nc`` and its siblings)."""
         import json

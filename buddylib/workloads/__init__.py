@@ -64,8 +64,9 @@ def cached_run(name: str, scale: str | float = "quick", seed: int = 0, data: str
     """
     import json
 
+    from buddylib.compressors import ALL_COMPRESSORS
     from buddylib.provenance import RUN_SOURCES, code_version, frozen
-    from buddylib.workloads.base import ALL_COMPRESSORS, PAPER_COMPRESSORS
+    from buddylib.workloads.base import PAPER_COMPRESSORS
 
     path = Path(data) / f"{name}-{scale}-s{seed}.nc"
     if frozen(data):

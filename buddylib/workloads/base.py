@@ -30,6 +30,7 @@ import numba as nb
 import numpy as np
 from tqdm import tqdm
 
+from buddylib.compressors import ALL_COMPRESSORS
 from buddylib.provenance import RUN_SOURCES, code_version
 from buddylib.snapshot import Allocation, Snapshot
 from buddylib.threads import numba_threads
@@ -51,8 +52,6 @@ QUICK_LIMIT = 4 * MB
 PAPER_COMPRESSORS = ("bpc32", "zvc", "bpc32zvc")
 PATTERNS = ("stream", "strided", "gather", "random")
 MODES = ("read", "write", "readwrite")
-#: What a run records per entry: every registered compressor, beyond-the-paper ones included.
-ALL_COMPRESSORS = ("bpc32", "bpc64", "bdi", "fpc", "zvc", "bpc32zvc")
 
 
 @contextlib.contextmanager

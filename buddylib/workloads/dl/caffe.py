@@ -70,9 +70,10 @@ import torch
 from torch import nn
 
 from buddylib import workloads
+from buddylib.compressors import ALL_COMPRESSORS
 from buddylib.snapshot import Allocation, Snapshot
 from buddylib.threads import numba_threads
-from buddylib.workloads.base import ALL_COMPRESSORS, footprint_bytes
+from buddylib.workloads.base import footprint_bytes
 from buddylib.workloads.dl.base import TorchWorkload, _ptr, _tensors
 from buddylib.workloads.dl.cnn import ImageClassifier
 
