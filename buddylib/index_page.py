@@ -191,16 +191,18 @@ def _results(r: Results) -> list[str]:
 
 
 def _gallery(r: Results, out: Path) -> list[str]:
-    """A thumbnail of every figure the notebooks wrote, linking to the figure and to its notebook."""
-    figures = [(nb["notebook"], f) for nb in r.notebooks for f in nb["files"]
-               if f.endswith(".png") and (out / nb["notebook"] / f).exists()]
+    """A thumbnail of every figure of the run, linking to the figure and to what drew it (its executed
+    notebook; the benchmark's report for the benchmark's figure)."""
+    figures = [(f"{nb['notebook']}/{f}", f"notebooks/{nb['notebook']}.html", f"notebook {nb['notebook']}")
+               for nb in r.notebooks for f in nb["files"] if f.endswith(".png")]
+    figures += [(f, "bench/bench.md", "compressor benchmark") for f in r.files.get("bench", []) if f.endswith(".png")]
+    figures = [fig for fig in figures if (out / fig[0]).exists()]
     if not figures:
         return []
-    cells = [f'<figure><a href="{html.escape(f"{nb}/{f}")}"><img src="{html.escape(f"{nb}/{f}")}" '
-             f'alt="{html.escape(f)}" width="320"></a><figcaption>{html.escape(f[:-4])}: '
-             f'<a href="{html.escape(f"{nb}/{f}")}">full size</a>, '
-             f'<a href="notebooks/{html.escape(nb)}.html">notebook {html.escape(nb)}</a></figcaption></figure>'
-             for nb, f in figures]
+    cells = [f'<figure><a href="{html.escape(path)}"><img src="{html.escape(path)}" alt="{html.escape(path)}" '
+             f'width="320"></a><figcaption>{html.escape(Path(path).stem)}: <a href="{html.escape(path)}">full '
+             f'size</a>, <a href="{html.escape(source)}">{html.escape(what)}</a></figcaption></figure>'
+             for path, source, what in figures]
     return ["", "## Figures", "", "Every figure of this run; each opens full size, beside a link to the "
             "executed notebook that drew it.", "", '<div class="gallery">', *cells, "</div>", ""]
 

@@ -36,7 +36,8 @@ def small_results() -> index_page.Results:
         bench_mib=1, hpc_ratio={"ostencil": 1.3, "ep": 0.996}, hpc_slowdown={"ostencil": 1.0086, "ep": 1.0039},
         hpc_slowdown_credit={"ostencil": 0.7, "ep": 1.0039}, hpc_table=hpc, slowdown_table=slow,
         bpc_ratio={"sparse": 1.06, "smooth": 1.0, "random": 1.0}, bench_markdown="# Compressor benchmark\n\ntext\n",
-        files={"hpc": ["hpc/hpc_ratios.nc"], "slowdown": ["slowdown/slowdown.csv"], "bench": ["bench/bench.csv"]},
+        files={"hpc": ["hpc/hpc_ratios.nc"], "slowdown": ["slowdown/slowdown.csv"],
+               "bench": ["bench/bench.csv", "bench/bench.md", "bench/bench.png"]},
         took={"compressor benchmark": 1.0, "HPC analysis": 2.0, "slowdown collection": 0.5, "total": 3.5},
         tasks={"run:ostencil@quick": 0.7, "notebook 02_hpc_ratios": 15.0}, environment={"cpus": "2"},
         notebooks=[{"notebook": "02_hpc_ratios", "seconds": 15.0, "files": ["hpc_ratios.csv", "hpc_ratios.png"]},
@@ -56,7 +57,7 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     out = tmp_path_factory.mktemp("reports")
     r = small_results()
-    names = [*(f for fs in r.files.values() for f in fs), "bench/bench.png",
+    names = [*(f for fs in r.files.values() for f in fs),
              *(f"{nb['notebook']}/{f}" for nb in r.notebooks for f in nb["files"]),
              *(f"notebooks/{nb['notebook']}.{ext}" for nb in r.notebooks for ext in ("ipynb", "html"))]
     for name in names:
@@ -79,7 +80,8 @@ def test_page_shows_the_results(page: Path) -> None:
     assert f"| {paper.HPC_RATIO_ISCA}x (ISCA), {paper.HPC_RATIO_ARXIV}x (arXiv) |" in text  # the paper's, quoted
     assert "paper (quoted)" in html and "credited with the HBM bytes they save" in html  # both accountings
     assert "<td>ostencil</td>" in html and "<pre>" not in html.split("## Compressors")[0]  # HPC table is a table
-    assert html.count('class="gallery"') == 1 and 'href="notebooks/09_fidelity.html"' in html  # thumbnails
+    assert html.count('class="gallery"') == 1 and html.count("<figure>") == 4  # thumbnails
+    assert 'href="notebooks/09_fidelity.html"' in html and 'href="bench/bench.md"' in html  # what drew them
     assert "share of the gap" in html and "Step times" in html and "Environment" in html
 
 
