@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from buddylib import compressors, report
+from buddylib import compressors, outputs
 from buddylib.compressors import abc
 from buddylib.compressors.reference import reference_compress
 from buddylib.entries import SECTOR_BYTES, as_entries
@@ -466,7 +466,7 @@ def plot(df: pd.DataFrame, out: Path) -> dict[str, Path]:
     first.invert_yaxis()
     fig.suptitle(f"Compressor throughput per core (bars: median of {int(d['repeat'].min())} calls on one thread, "
                  "whiskers slowest-fastest; blue ours, red zstd-1 and lz4) and per machine (diamonds)", fontsize=10)
-    paths = dict(zip(("png", "svg"), report.save_figure(fig, out, "bench"), strict=True))
+    paths = dict(zip(("png", "svg"), outputs.save_figure(fig, out, "bench"), strict=True))
     plt.close(fig)
     return paths
 

@@ -80,12 +80,12 @@ def test_workloads_cli(tmp_path: Path, capsys) -> None:
 def test_cached_results_write_back_whole_names(tmp_path: Path) -> None:
     """A result read from its cache and written again keeps every workload name whole (a stale
     2-character string encoding from 'bt' once cut 'cloverleaf' to 'cl')."""
-    from buddylib import experiments, report
+    from buddylib import experiments, outputs
 
     names = ["bt", "cloverleaf"]
     experiments.slowdowns(names, "quick", data=tmp_path / "data", progress=False)  # computes, caches
     again = experiments.slowdowns(names, "quick", data=tmp_path / "data", progress=False)  # from the caches
-    report.save_data(again.drop_vars(["um_slowdown", "um_faults"]), tmp_path / "out", "slowdown")
+    outputs.save_data(again.drop_vars(["um_slowdown", "um_faults"]), tmp_path / "out", "slowdown")
     assert list(xr.open_dataset(tmp_path / "out/slowdown.nc").workload.values) == names
 
 
