@@ -80,7 +80,7 @@ def test_page_shows_the_results(page: Path) -> None:
     assert f"| {paper.HPC_RATIO_ISCA}x (ISCA), {paper.HPC_RATIO_ARXIV}x (arXiv) |" in text  # the paper's, quoted
     assert "paper (quoted)" in html and "credited with the HBM bytes they save" in html  # both accountings
     assert "<td>ostencil</td>" in html and "<pre>" not in html.split("## Compressors")[0]  # HPC table is a table
-    assert html.count('class="gallery"') == 1 and html.count("<figure>") == 4  # thumbnails
+    assert html.count('class="gallery"') == 1 and html.count("<figure>") == 3  # thumbnails
     assert 'href="notebooks/09_fidelity.html"' in html and 'href="bench/bench.md"' in html  # what drew them
     assert "share of the gap" in html and "Step times" in html and "Environment" in html
 
