@@ -50,6 +50,9 @@ def _analyze(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else None
     if out is not None:
         _check_out(out, [Path(p) for p in args.paths])
+    plot = Path(args.plot) if args.plot else None
+    if plot is not None:
+        _check_plot(plot, [Path(p) for p in args.paths])
     run = _saved_run(args.paths) if args.dtype is None else None
     if run is None:
         allocations = []
@@ -90,7 +93,53 @@ def _analyze(args: argparse.Namespace) -> int:
     if out is not None:
         _write_dataset(ds, out)
         print(f"wrote {out}", file=sys.stderr)
+    if plot is not None:
+        _write_plot(ds, plot, args)
+        print(f"wrote {plot}", file=sys.stderr)
     return 0
+
+
+_PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+
+
+def _check_plot(plot: Path, inputs: list[Path]) -> None:
+    """``--plot`` is checked before any compressing: a known image type, in a folder that exists and can be
+    written, not a folder itself nor an input."""
+    if plot.suffix.lower() not in _PLOT_SUFFIXES:
+        raise ValueError(f"--plot {plot}: unknown image type {plot.suffix or '(no extension)'!r}; "
+                         f"use {', '.join(_PLOT_SUFFIXES)}")
+    folder = plot.absolute().parent
+    if not folder.is_dir():
+        raise ValueError(f"--plot {plot}: folder {plot.parent} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"--plot {plot}: folder {plot.parent} is not writable")
+    if plot.is_dir() or (plot.exists() and not plot.is_file()):
+        raise ValueError(f"--plot {plot}: exists and is not a regular file")
+    if any(plot.resolve() == p.resolve() for p in inputs):
+        raise ValueError(f"--plot {plot}: is an input; write the picture elsewhere")
+
+
+def _write_plot(ds, plot: Path, args: argparse.Namespace) -> None:
+    """The explorer's per-allocation picture (notebook 00) of the last snapshot, written to a temporary name
+    beside ``plot`` and moved into place."""
+    import tempfile
+
+    from buddylib import explore
+
+    names = ", ".join(Path(p).name for p in args.paths)
+    title = (f"{names if len(names) <= 60 else names[:57] + '...'}: {args.compressor[0]}, buddy threshold "
+             f"{args.threshold:g}, {args.policy} policy")
+    fig = explore.draw(explore.layout_view(ds, args.compressor[0], args.threshold, -1, title))
+    fd, tmp = tempfile.mkstemp(dir=plot.absolute().parent, prefix=f".{plot.name}.", suffix=plot.suffix)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=110)
+        os.replace(tmp, plot)
+    except OSError as exc:
+        raise ValueError(f"--plot {plot}: cannot write: {exc.strerror or exc}") from exc
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 def _labels(paths: list[str]) -> list[str]:
@@ -311,6 +360,9 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--shape", help="with --dtype: the array shape, e.g. 1024,1024 (checked against the size)")
     a.add_argument("--out", help="also write the full result Dataset (.nc netCDF or .zarr)")
     a.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    a.add_argument("--plot", metavar="IMAGE",
+                   help="also draw the per-allocation picture of notebook 00 (device/buddy/metadata bytes and "
+                        "target per allocation, sectors per entry, effective ratio) to a .png, .svg or .pdf")
     a.add_argument("--scheduler", metavar="ADDRESS", help="run on an existing dask scheduler (tcp://host:port)")
     a.add_argument("--max-bytes", type=_size, default=MAX_BYTES, metavar="SIZE",
                    help="refuse an input declaring more (default 16GiB; e.g. 64GiB, 1TiB): every declared byte, "

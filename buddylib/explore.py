@@ -279,13 +279,22 @@ def _draw_sectors(ax: Any, view: View) -> None:
 
 
 def _draw_ratios(ax: Any, view: View) -> None:
+    k = view.snapshot
+    title = f"effective ratio {view.totals['effective ratio']:.2f}x"
+    if view.steps.size == 1:  # one snapshot (a file of arrays): the two ratios side by side
+        values = [view.effective[0], view.ideal[0]]
+        ax.bar([0, 1], values, color=["tab:blue", "tab:gray"], gid="effective")
+        for x, v in enumerate(values):
+            ax.text(x, v, f"{v:.3f}x", ha="center", va="bottom", fontsize=9)
+        ax.set_xticks([0, 1], ["effective ratio (Buddy)", "ideal ratio (no placement)"])
+        ax.set(ylabel="compression ratio (x)", title=title)
+        ax.set_ylim(0, max(values) * 1.2 if np.isfinite(max(values)) else 1)
+        return
     ax.plot(view.steps, view.effective, marker="o", color="tab:blue", label="effective ratio (Buddy)", gid="effective")
     ax.plot(view.steps, view.ideal, marker=".", ls="--", color="tab:gray", label="ideal ratio (no placement)")
-    k = view.snapshot
     ax.plot([view.steps[k]], [view.effective[k]], marker="o", ms=11, mfc="none", color="tab:red", ls="none",
             label="shown snapshot")
-    ax.set(xlabel="step", ylabel="compression ratio (x)",
-           title=f"effective ratio {view.totals['effective ratio']:.2f}x at step {view.steps[k]}")
+    ax.set(xlabel="step", ylabel="compression ratio (x)", title=f"{title} at step {view.steps[k]}")
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=7)
 

@@ -366,3 +366,49 @@ def test_analyze_a_saved_workload_run(tmp_path: Path, capsys) -> None:
     bad.write_text("not netCDF")
     rc, out, err = _analyze(capsys, bad)
     assert rc == 2 and err.startswith(f"buddy analyze: error: {bad}: not a run saved by buddylib")
+
+
+def test_analyze_plot_draws_the_explorers_picture(files: Path, capsys) -> None:
+    """``--plot``: the per-allocation picture of notebook 00, with the numbers the table prints."""
+    from matplotlib.figure import Figure
+
+    from buddylib import analysis, explore
+
+    out = files / "picture.png"
+    drawn: list[Figure] = []
+    real = explore.draw
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(explore, "draw", lambda *a, **k: drawn.append(real(*a, **k)) or drawn[-1])
+        rc, _, err = _analyze(capsys, files / "opt.npz", "--plot", out, "--compressor", COMPRESSOR)
+    assert rc == 0, err
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"wrote {out}" in err
+    assert not [p for p in files.iterdir() if p.name.startswith(".picture")]  # no temporary left
+    ds = analysis.analyze({"m": np.zeros(500, np.float32), "idx": np.arange(700, dtype=np.int64)}, [COMPRESSOR],
+                          thresholds=[THRESHOLD], progress=False)
+    table = analysis.allocation_table(ds, COMPRESSOR, THRESHOLD)
+    ax = drawn[0].axes[0]
+    device = {t.get_text(): p.get_width() for t, p in
+              zip(ax.get_yticklabels(), [p for p in ax.patches if p.get_gid() == "device"], strict=True)}
+    unit = {"MiB": 1 << 20, "KiB": 1 << 10, "B": 1}[ax.get_xlabel().split("(")[1].rstrip(")")]
+    assert device == pytest.approx({k: v / unit for k, v in table["device bytes"].items()})
+    assert f"{float(ds.effective_ratio.squeeze()):.2f}x" in drawn[0].axes[2].get_title()
+
+
+@pytest.mark.parametrize(("name", "message"), [
+    ("picture.jpg", "unknown image type '.jpg'"),
+    ("picture", "unknown image type '(no extension)'"),
+    ("no-such-folder/picture.png", "does not exist"),
+    ("act.npy/picture.png", "does not exist"),  # under a file, not a folder
+    ("folder.png", "exists and is not a regular file"),
+])
+def test_analyze_plot_bad_paths_are_clear_errors(files: Path, capsys, name: str, message: str) -> None:
+    (files / "folder.png").mkdir()
+    rc, out, err = _analyze(capsys, files / "act.npy", "--plot", files / name)
+    assert rc == 2 and message in err and err.startswith("buddy analyze: error: --plot") and not out
+
+
+def test_analyze_plot_refuses_to_overwrite_an_input(files: Path, capsys) -> None:
+    src = files / "act.png"
+    src.write_bytes(b"not an image")
+    rc, _, err = _analyze(capsys, src, "--dtype", "uint8", "--plot", src)
+    assert rc == 2 and "is an input" in err and src.read_bytes() == b"not an image"
