@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from buddylib import compressors
-from buddylib.compressors import abc, bdi, bpc, fpc, zvc
+from buddylib.compressors import abc, bdi, bpc_kernels, fpc, zvc
 from buddylib.compressors.bdi import BDI
 from buddylib.compressors.bpc import BPC
 
@@ -127,7 +127,7 @@ def test_small_inputs_never_launch_parallel_kernels(monkeypatch: pytest.MonkeyPa
     """Below PARALLEL_MIN_ENTRIES no compressor touches a parallel kernel; at it, each does."""
     for module, name in ((bdi, "_bdi_kernel"), (fpc, "_fpc_kernel"), (zvc, "_zvc_kernel"), (abc, "_sectors")):
         monkeypatch.setattr(module, name, _refuse)
-    monkeypatch.setitem(bpc._KERNELS, True, (_refuse, _refuse, _refuse))
+    monkeypatch.setitem(bpc_kernels.KERNELS, True, (_refuse, _refuse, _refuse))
     small = np.arange((abc.PARALLEL_MIN_ENTRIES - 1) * 32, dtype=np.uint32)
     for name in compressors.names():
         compressors.get(name).sectors(small)

@@ -1,0 +1,131 @@
+"""BPC's containers, apart from the code itself: their layout and their validation.
+
+Two containers hold BPC codes:
+
+* the entries' codes, ``(lengths, payload)``: a uint16 length in bits per entry, and the codes
+  packed one after another on byte boundaries (:func:`code_offsets`), as
+  ``BPC.encode_entries`` returns them;
+* the stream, a self-describing byte string for a whole buffer (``BPC.encode``): a header
+  (:data:`HEADER`: magic, width, the buffer's size, the number of entries, CRC-32 of the
+  data), the lengths little-endian, then the payload.
+
+Everything read from outside is checked here before a kernel touches it, so that a damaged or
+foreign input raises ``ValueError`` saying what is wrong instead of reading out of bounds; the
+decoder kernel checks the codes themselves.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from typing import NamedTuple
+
+import numpy as np
+
+from buddylib.entries import n_entries
+
+HEADER = struct.Struct("<4sB3sQQI")  # magic, width, 3 zero bytes, nbytes, entries, crc32
+MAGIC = b"BPC1"
+
+
+class Stream(NamedTuple):
+    """A stream's parts, as :func:`unpack` read them."""
+
+    nbytes: int  # size of the encoded buffer
+    crc: int  # CRC-32 of its bytes
+    lengths: np.ndarray  # uint16 (little-endian) code length in bits per entry
+    payload: np.ndarray  # uint8: the entries' codes
+
+
+def code_offsets(lengths: np.ndarray) -> np.ndarray:
+    """Byte offset of each entry's code, plus the total, from code lengths in bits."""
+    offsets = np.zeros(lengths.size + 1, dtype=np.int64)
+    np.cumsum((lengths.astype(np.int64) + 7) >> 3, out=offsets[1:])
+    return offsets
+
+
+def check_codes(lengths: object, payload: object, min_bits: int, max_bits: int,
+                name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Validate a ``(lengths, payload)`` pair for the decoder: ``(lengths as uint16, offsets, payload)``.
+
+    Lengths outside ``[min_bits, max_bits]`` and a payload shorter or longer than the lengths
+    say raise ``ValueError`` naming the first bad entry.
+    """
+    lengths = np.asarray(lengths)
+    payload = np.asarray(payload)
+    if lengths.ndim != 1 or lengths.dtype.kind not in "ui":
+        raise ValueError(f"lengths must be a 1-D integer array, got {lengths.dtype} {lengths.shape}")
+    if payload.ndim != 1 or payload.dtype != np.uint8:
+        raise ValueError(f"payload must be a 1-D uint8 array, got {payload.dtype} {payload.shape}")
+    bad = np.flatnonzero((lengths < min_bits) | (lengths > max_bits))
+    if bad.size:
+        e = int(bad[0])
+        raise ValueError(f"entry {e}: code length {int(lengths[e])} bits is outside "
+                         f"[{min_bits}, {max_bits}] for {name} (corrupted)")
+    lengths = lengths.astype(np.uint16)
+    offsets = code_offsets(lengths)
+    if payload.size < offsets[-1]:
+        e = int(np.searchsorted(offsets[1:], payload.size, side="right"))
+        raise ValueError(f"entry {e}: payload ends at byte {payload.size} but the entry's code "
+                         f"needs bytes up to {int(offsets[e + 1])} (truncated)")
+    if payload.size > offsets[-1]:
+        raise ValueError(f"payload has {payload.size - int(offsets[-1])} bytes after the last "
+                         f"entry's code (lengths and payload do not match)")
+    return lengths, offsets, payload
+
+
+def raise_entry_error(errors: np.ndarray, messages: dict[int, str]) -> None:
+    """``ValueError`` naming the first entry whose decoder error code (errors[e]) is not 0, if any."""
+    bad = np.flatnonzero(errors)
+    if bad.size:
+        e = int(bad[0])
+        raise ValueError(f"entry {e}: {messages[int(errors[e])]}")
+
+
+def data_nbytes(data: object, entries: np.ndarray) -> int:
+    """Size in bytes of the original buffer (before zero padding to whole entries)."""
+    if isinstance(data, np.ndarray) and data is entries:
+        return entries.size
+    try:
+        return memoryview(data).nbytes  # type: ignore[arg-type]
+    except TypeError:
+        return np.asarray(data).nbytes
+
+
+def pack(width: int, data: np.ndarray, lengths: np.ndarray, payload: np.ndarray) -> bytes:
+    """The stream of a buffer ``data`` (its bytes, uint8) whose entries' codes are ``(lengths, payload)``."""
+    header = HEADER.pack(MAGIC, width, bytes(3), data.size, lengths.size, zlib.crc32(data))
+    return b"".join((header, lengths.astype("<u2").tobytes(), payload.tobytes()))
+
+
+def unpack(stream: object, width: int) -> Stream:
+    """Split a stream written by bpc``width`` into its parts; ``ValueError`` for a foreign stream or a
+    damaged header or length table (the codes are checked by :func:`check_codes` and the decoder)."""
+    buf = np.frombuffer(memoryview(stream).cast("B"), dtype=np.uint8)  # type: ignore[arg-type]
+    if buf.size < HEADER.size:
+        raise ValueError(f"BPC stream of {buf.size} bytes is shorter than its {HEADER.size}-byte header")
+    magic, stream_width, reserved, nbytes, n, crc = HEADER.unpack(buf[: HEADER.size].tobytes())
+    if magic != MAGIC:
+        raise ValueError(f"not a BPC stream (magic {magic!r}, expected {MAGIC!r})")
+    if reserved != bytes(3):
+        raise ValueError("BPC stream header has nonzero reserved bytes (corrupted header)")
+    if stream_width != width:
+        raise ValueError(f"stream was written by bpc{stream_width}, not bpc{width}")
+    if n != n_entries(nbytes):
+        raise ValueError(f"header says {n} entries for {nbytes} bytes (corrupted header)")
+    end = HEADER.size + 2 * n
+    if buf.size < end:
+        raise ValueError(f"BPC stream truncated inside its length table ({buf.size} of {end} bytes)")
+    return Stream(nbytes, crc, buf[HEADER.size:end].view("<u2"), buf[end:])
+
+
+def check_data(entries: np.ndarray, stream: Stream) -> bytes:
+    """The decoded buffer: the first ``nbytes`` of the decoded entries, once the zero padding after
+    them and the CRC-32 are checked (``ValueError`` otherwise)."""
+    flat = entries.reshape(-1)
+    if flat[stream.nbytes:].any():
+        raise ValueError(f"entry {entries.shape[0] - 1}: nonzero bytes past the end of the data (corrupted)")
+    data = flat[: stream.nbytes]
+    if zlib.crc32(data) != stream.crc:
+        raise ValueError("BPC stream checksum mismatch: the decoded data is not what was encoded")
+    return data.tobytes()
