@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from buddylib import layout
+from buddylib import layout, paper
 from buddylib.entries import ENTRY_BYTES, SECTOR_BYTES, SECTORS_PER_ENTRY
 from buddylib.snapshot import Snapshot
 from buddylib.timing import caches
@@ -279,7 +279,8 @@ def um_slowdown(ws: Workset, capacity_ratio: float, g: GPU, lk: Link, params: Pa
     return float(t_um / t_base), int(faults)
 
 
-def slowdown(ws: Workset, gpu_name: str = "V100-32GB", link_name: str = "NVLink2", threshold: float = 0.3,
+def slowdown(ws: Workset, gpu_name: str = paper.HEADLINE["gpu"], link_name: str = paper.HEADLINE["link"],
+             threshold: float = layout.DEFAULT_THRESHOLD,
              params: Params | None = None, bandwidth_credit: bool = True) -> dict[str, float]:
     """One configuration: slowdown and the traffic behind it, summed over an iteration."""
     ds = sweep(ws, gpus=[gpu_name], links=[link_name], thresholds=[threshold], params=params,
@@ -287,8 +288,8 @@ def slowdown(ws: Workset, gpu_name: str = "V100-32GB", link_name: str = "NVLink2
     return {k: float(v.item()) for k, v in ds.data_vars.items() if v.size == 1}
 
 
-def sweep(ws: Workset, gpus: Sequence[str] = ("V100-32GB",), links: Sequence[str] = ("NVLink2",),
-          thresholds: Sequence[float] = (0.3,), latency_scales: Sequence[float] = (1.0,),
+def sweep(ws: Workset, gpus: Sequence[str] = (paper.HEADLINE["gpu"],), links: Sequence[str] = (paper.HEADLINE["link"],),
+          thresholds: Sequence[float] = (layout.DEFAULT_THRESHOLD,), latency_scales: Sequence[float] = (1.0,),
           metadata_cache_bytes: Sequence[int] | None = None, outstanding: Sequence[int] | None = None,
           bandwidth_credit: Sequence[bool] = (True,), params: Params | None = None) -> xr.Dataset:
     """Slowdown over hardware, link, buddy threshold, link latency, metadata-cache size, the link
