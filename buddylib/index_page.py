@@ -204,7 +204,7 @@ def _gallery(r: Results, out: Path) -> list[str]:
              f'size</a>, <a href="{html.escape(source)}">{html.escape(what)}</a></figcaption></figure>'
              for path, source, what in figures]
     return ["", "## Figures", "", "Every figure of this run; each opens full size, beside a link to the "
-            "executed notebook that drew it.", "", '<div class="gallery">', *cells, "</div>", ""]
+            "executed notebook (or report) that drew it.", "", '<div class="gallery">', *cells, "</div>", ""]
 
 
 def _fidelity(r: Results, out: Path) -> list[str]:
@@ -219,7 +219,7 @@ def _fidelity(r: Results, out: Path) -> list[str]:
         if name not in r.fidelity:
             continue
         lines += [f"**{title}**", "", "| factor | value | change | share of the gap |", "|---|---|---|---|"]
-        lines += [f"| {f} | {row['value']:.3g} | {row['change']:+.3g} | {_percent(row['share of the gap'])} |"
+        lines += [f"| {_cell(f)} | {row['value']:.3g} | {row['change']:+.3g} | {_percent(row['share of the gap'])} |"
                   for f, row in r.fidelity[name].iterrows()]
         lines.append("")
     return lines
@@ -235,11 +235,11 @@ def _step_times(r: Results) -> list[str]:
 def _table(df: pd.DataFrame, decimals: int) -> list[str]:
     """A Markdown table of ``df``: its index first, floats rounded to ``decimals``."""
     def cell(v: object) -> str:
-        return f"{np.round(v, decimals):.{decimals}f}" if isinstance(v, float) else str(v)
+        return f"{np.round(v, decimals):.{decimals}f}" if isinstance(v, float) else _cell(v)
 
-    head = [df.index.name or "", *map(str, df.columns)]
+    head = [_cell(df.index.name or ""), *map(_cell, df.columns)]
     return ["| " + " | ".join(head) + " |", "|---|" + "--:|" * len(df.columns),
-            *("| " + " | ".join([str(i), *map(cell, row)]) + " |" for i, row in zip(df.index, df.itertuples(
+            *("| " + " | ".join([_cell(i), *map(cell, row)]) + " |" for i, row in zip(df.index, df.itertuples(
                 index=False), strict=True))]
 
 
@@ -249,7 +249,12 @@ def _figure(out: Path, path: str, title: str) -> list[str]:
 
 
 def _seconds(x: float) -> str:
-    return "–" if x != x else f"{x:.0f} s"
+    return "–" if x != x else f"{x:.0f}\u00a0s"  # no break between number and unit
+
+
+def _cell(x: object) -> str:
+    """Text for a Markdown table cell: a '|' in it (e.g. 'BPC-32|ZVC') would end the cell."""
+    return str(x).replace("|", "\\|")
 
 
 def _percent(x: float) -> str:
@@ -262,7 +267,7 @@ img{max-width:100%;height:auto}
 table{border-collapse:collapse;margin:8px 0;font-size:14px;display:block;overflow-x:auto;max-width:100%}
 th,td{border:1px solid #ccc;padding:3px 8px;vertical-align:top}
 th{background:#f3f3f3}
-td{overflow-wrap:anywhere}
+td{overflow-wrap:break-word}
 tbody tr:nth-child(even){background:#fafafa}
 pre{overflow-x:auto;font-size:12px;background:#f6f6f6;padding:8px}
 .anchor-link{display:none}
