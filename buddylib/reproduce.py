@@ -110,6 +110,8 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
         executed = run_notebooks(out, data, scale, names, notebooks, scheduler, clock.last)
     with clock("DL analysis"):
         dl = _dl_numbers(data, scale, names)
+    with clock("explorer in JupyterLab"):
+        _explorer_screenshot(out, executed)
     task_seconds |= {f"notebook {nb['notebook']}": nb["seconds"] for nb in executed}
     bpc = df[(df.compressor == "bpc32") & (df.operation == "size")].set_index("kind")
     results = index_page.Results(
@@ -158,6 +160,25 @@ def run_notebooks(out: Path, data: Path, scale: str, names: list[str] | None, on
     return [{"notebook": nb.stem, "seconds": seconds.get(f"notebook:{nb.stem}", np.nan),
              "files": sorted(p.name for p in (out / nb.stem).glob("*")) if (out / nb.stem).exists() else []}
             for nb in books]
+
+
+def _explorer_screenshot(out: Path, executed: list[dict[str, object]]) -> None:
+    """Notebook 00's live controls as JupyterLab shows them (headless Chromium), beside its executed copy, so
+    the report shows what exploring looks like. Without Chromium, or if the browser fails, a message says so
+    and the run goes on: the picture illustrates, no number depends on it."""
+    nb = next((nb for nb in executed if nb["notebook"] == "00_explore"), None)
+    if nb is None:
+        return
+    from buddylib import explore
+
+    (out / "00_explore").mkdir(parents=True, exist_ok=True)
+    try:
+        png = explore.screenshot_lab(out / "00_explore" / "jupyterlab.png")
+    except Exception as err:  # a browser or server failure must not lose the run's results
+        print(f"explorer screenshot not taken: {type(err).__name__}: {err}", flush=True)
+        return
+    if png is not None:
+        nb["files"] = sorted({*nb["files"], png.name})  # type: ignore[misc]
 
 
 def _dl_numbers(data: Path, scale: str, names: list[str] | None) -> dict[str, dict[str, float]]:
@@ -212,7 +233,7 @@ class _Clock:
     estimate first (from the last run's ``steps.csv``), so a person can tell how far along it is."""
 
     PHASES = ("compressor benchmark", "workload runs, sweeps and studies (parallel)", "HPC analysis",
-              "slowdown collection", "notebooks (parallel)", "DL analysis")
+              "slowdown collection", "notebooks (parallel)", "DL analysis", "explorer in JupyterLab")
 
     def __init__(self, last: dict[str, float]) -> None:
         self.last, self.took = last, {}
