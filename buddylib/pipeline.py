@@ -177,8 +177,22 @@ def _client(scheduler: str | None) -> Iterator[Any]:
         return
     single = {k: "1" for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
     # one task per worker at a time, so the tasks the scheduler lists as processing are the running ones
-    with dask.config.set({"distributed.nanny.pre-spawn-environ": single, "distributed.worker.daemon": False,
-                          "distributed.scheduler.worker-saturation": 1.0}), \
+    with _environ_kept(), dask.config.set({"distributed.nanny.pre-spawn-environ": single,
+                                           "distributed.worker.daemon": False,
+                                           "distributed.scheduler.worker-saturation": 1.0}), \
             LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True, memory_limit=0,
                          dashboard_address=None) as cluster, Client(cluster) as client:
         yield client
+
+
+@contextlib.contextmanager
+def _environ_kept() -> Iterator[None]:
+    """Give this process its environment back after the cluster: dask's nannies, which run here, set their
+    pre-spawn variables in *this* process's ``os.environ`` for good, and numba re-reads it at every compilation,
+    so a later compile here would fail ('Cannot set NUMBA_NUM_THREADS ... once the threads have been launched')."""
+    before = dict(os.environ)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(before)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import xarray as xr
@@ -14,7 +15,10 @@ def test_cluster_and_serial_give_identical_results(tmp_path: Path) -> None:
     tasks = pipeline.generation_tasks("quick", ["ostencil", "squeezenet"])
     assert [t.label for t in tasks] == ["run:squeezenet@quick", "run:ostencil@quick"]  # the longest first
     serial = pipeline.run_all(tasks, tmp_path / "serial", scheduler="serial")
+    environ = dict(os.environ)
     parallel = pipeline.run_all(tasks, tmp_path / "cluster")  # a local cluster, one worker per core
+    # the workers' single-thread settings stay theirs: numba in this process re-reads os.environ at every compile
+    assert dict(os.environ) == environ
     assert set(serial) == set(parallel) == {t.label for t in tasks}
     for name in ("ostencil", "squeezenet"):
         stem = f"{name}-quick-s0"
