@@ -342,7 +342,8 @@ class Explorer:
     """ipywidgets controls (``controls``: workload, snapshot, compressor, threshold, policy, gpu, link,
     accounting), an image of :func:`draw`'s figure and an HTML line of numbers; ``numbers`` holds what the
     line shows, ``timings`` the wall seconds of each update's steps (and its ``cpu`` seconds: on a busy
-    machine wall time also counts other processes). Display it with ``explorer.ui``."""
+    machine wall time also counts other processes), ``computed`` how many sector histograms and kernel
+    replays were computed rather than taken from the cache. Display it with ``explorer.ui``."""
 
     def __init__(self, workload: str = "md", scale: str | float = "quick", seed: int = 0,
                  data_dir: str | Path | None = None, snapshot: int = -1, compressor: str = "bpc32",
@@ -356,6 +357,7 @@ class Explorer:
         self._replays: dict[tuple[str, int, str], Replay | str] = {}
         self._streams: dict[str, dict[tuple, tuple]] = {}
         self.timings: list[dict[str, float]] = []
+        self.computed = {"histograms": 0, "replays": 0}  # cache misses: what a change really recomputed
         self.numbers: dict[str, Any] = {}
         self.source = load_source(workload, scale, seed, data_dir)
         if compressor not in self.source.compressors:
@@ -425,6 +427,7 @@ class Explorer:
     def _hist(self, compressor: str) -> xr.DataArray:
         key = (self.source.name, compressor)
         if key not in self._hists:
+            self.computed["histograms"] += 1
             self._hists[key] = analysis.sector_histograms(self.source.snapshots, [compressor], progress=False)
         return self._hists[key]
 
@@ -435,6 +438,7 @@ class Explorer:
             return "no access profile (a file of arrays has no kernels to replay)"
         key = (self.source.name, snap, compressor)
         if key not in self._replays:
+            self.computed["replays"] += 1
             try:
                 self._replays[key] = replay(ws, snap, compressor, self.params,
                                             self._streams.setdefault(self.source.name, {}))
