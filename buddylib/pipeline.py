@@ -110,10 +110,16 @@ def run_all(tasks: Sequence[Task], data: str | Path, scheduler: str | None = Non
                     label, times[label] = fut.result()  # a failed task raises here, naming its error
                     pending.discard(fut)
                     progress.finished(label)
-                progress.running([labels[k] for keys in client.processing().values() for k in keys
+                progress.running([labels[k] for keys in client.run(_executing).values() for k in keys
                                   if k in labels and labels[k] not in times])
                 time.sleep(0.5 if pending else 0)
     return times
+
+
+def _executing(dask_worker: Any) -> list[str]:
+    """The keys a worker is executing now: the scheduler's ``processing`` also lists the tasks already
+    assigned to a worker and waiting there, which the bar would name as running."""
+    return [str(ts.key) for ts in dask_worker.state.executing]
 
 
 class _Progress:
@@ -176,7 +182,6 @@ def _client(scheduler: str | None) -> Iterator[Any]:
             yield client
         return
     single = {k: "1" for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
-    # one task per worker at a time, so the tasks the scheduler lists as processing are the running ones
     with _environ_kept(), dask.config.set({"distributed.nanny.pre-spawn-environ": single,
                                            "distributed.worker.daemon": False,
                                            "distributed.scheduler.worker-saturation": 1.0}), \

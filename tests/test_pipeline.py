@@ -41,3 +41,17 @@ def test_progress_names_the_running_tasks() -> None:
         assert re.fullmatch(r"notebook:02_hpc_ratios \d+s, notebook:09_fidelity \d+s", progress.bar.postfix)
         progress.finished("notebook:02_hpc_ratios")
         assert re.fullmatch(r"notebook:09_fidelity \d+s", progress.bar.postfix) and progress.bar.n == 1
+
+
+def test_running_means_executing_not_assigned() -> None:
+    """The scheduler assigns every ready task to a worker at once; only those a worker executes are running."""
+    import time
+
+    with pipeline._client(None) as client:
+        workers = len(client.scheduler_info()["workers"])
+        futures = [client.submit(time.sleep, 3, pure=False) for _ in range(3 * workers)]
+        time.sleep(1.5)
+        executing = [k for keys in client.run(pipeline._executing).values() for k in keys]
+        assigned = [k for keys in client.processing().values() for k in keys]
+        assert 1 <= len(executing) <= workers < len(assigned)
+        client.cancel(futures)
