@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -144,11 +145,18 @@ def _write_plot(ds, plot: Path, args: argparse.Namespace) -> None:
 
 def _labels(paths: list[str]) -> list[str]:
     """A label per input: its file name, or as many trailing path parts as tell it apart from the others
-    (``a/x.npy`` and ``b/x.npy``); the same file twice is an error."""
+    (``a/x.npy`` and ``b/x.npy``). The same data twice is an error, however it is spelled (``./a/../a/x``,
+    a symbolic or hard link), and so is a store given beside an array inside it: it would be counted twice."""
     full = [Path(p).absolute() for p in paths]
-    for i, f in enumerate(full):
-        if f in full[:i]:
-            raise ValueError(f"{paths[i]}: given twice")
+    real = [Path(os.path.realpath(p)) for p in paths]
+    for i, (r, p) in enumerate(zip(real, paths, strict=True)):
+        for j in range(i):
+            same = r == real[j] or (r.exists() and real[j].exists() and os.path.samefile(r, real[j]))
+            if same:
+                raise ValueError(f"{p}: given twice (the same file as {paths[j]})")
+            if r.is_relative_to(real[j]) or real[j].is_relative_to(r):
+                inner, outer = (p, paths[j]) if r.is_relative_to(real[j]) else (paths[j], p)
+                raise ValueError(f"{inner}: lies inside {outer}, also given: its arrays would be counted twice")
     depth = [1] * len(full)
     while True:
         labels = ["/".join(f.parts[-d:]) for f, d in zip(full, depth, strict=True)]
@@ -321,8 +329,16 @@ def _reproduce(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line, like every other error of the command (the usage block is
+    one ``--help`` away); sub-commands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="buddy", description=__doc__.split(":")[0] + ".")
+    parser = _Parser(prog="buddy", description=__doc__.split(":")[0] + ".")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     b = sub.add_parser("bench", help="compressor throughput and ratios beside zstd and lz4",

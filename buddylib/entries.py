@@ -5,8 +5,8 @@ takes a ``(E, 128)`` uint8 array. This module is the one place that turns user d
 (numpy arrays of any dtype, ``bytes``, ``memoryview``, anything exposing the buffer
 protocol) into that shape. An array's bytes are its elements in logical C order and
 little-endian, exactly as they would sit in (little-endian) device memory: a big-endian
-array is byte-swapped, a Fortran-ordered one reordered. ``bytes`` and ``memoryview`` are
-taken as they are.
+array is byte-swapped, a Fortran-ordered one reordered. ``bytes`` and byte memoryviews are
+taken as they are; a typed ``memoryview`` (``'>i'``, ``'d'``...) follows the array rule.
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ def as_entries(data: object, *, name: str = "data") -> np.ndarray:
 
 def _as_byte_array(data: object, name: str) -> np.ndarray:
     """Flat uint8 view of ``data``'s memory, copying only if it is not contiguous."""
+    if isinstance(data, memoryview) and data.format not in ("B", "b", "c"):
+        data = np.asarray(data)  # typed memory (e.g. '>i'): by the array rule below, byte order and order included
     if isinstance(data, (bytes, bytearray, memoryview)):
         mv = memoryview(data)
         if not mv.contiguous:

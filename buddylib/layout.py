@@ -47,7 +47,7 @@ def check_threshold(threshold: Sequence[float] | float) -> np.ndarray:
     arr = np.atleast_1d(np.asarray(threshold, dtype=float))
     bad = arr[~((arr >= 0) & (arr <= 1))]
     if bad.size:
-        raise ValueError(f"buddy threshold {bad[0]:g} is outside [0, 1] (a fraction of entries)")
+        raise ValueError(f"buddy threshold {float(bad[0])!r} is outside [0, 1] (a fraction of entries)")
     return arr
 
 
@@ -102,9 +102,10 @@ def choose_target(hist: np.ndarray, threshold: float, targets: Sequence[float] =
 
     ``hist[..., n_profiles, 5]``: the condition must hold in every profiled histogram
     (snapshots), as the profiling policy demands. Target 1 (no compression) always
-    qualifies, so every allocation gets a target.
+    qualifies and is always a candidate, listed in ``targets`` or not, so an allocation that
+    meets no other target stays uncompressed rather than overflowing beyond the threshold.
     """
-    targets = check_targets(targets)
+    targets = np.union1d(check_targets(targets), [1.0])
     threshold = float(check_threshold(threshold)[0])
     h = np.asarray(hist)
     frac = overflow_fraction(h[..., None, :], targets)  # (..., n_profiles, targets)

@@ -7,8 +7,10 @@ optional). Large inputs are memory-mapped, never read whole; each allocation als
 
 One rule book for every format:
 
-* **Regular files only** (and zarr store folders): a FIFO, device or socket is refused, since
-  reading one blocks or never ends.
+* **Regular files only** (and zarr store folders of regular files): a FIFO, device or socket is
+  refused, since reading one blocks or never ends.
+* **Memory counted once**: tensors of a checkpoint that share a storage (views, slices, tied or
+  expanded tensors) are one allocation of that storage's bytes, named after the first of them.
 * **Headers are checked before data is read**: shapes are non-negative integers, offsets
   integers inside the file, tensors do not overlap, and every size is shape x item size.
 * **Little-endian bytes**, as in GPU memory: a big-endian array (``>i4`` in a ``.npy``, a zarr
@@ -160,11 +162,15 @@ def _npy(p: Path, prefix: str) -> list[Allocation]:
     try:
         with open(p, "rb") as f:
             version = fmt.read_magic(f)
+            if version not in ((1, 0), (2, 0), (3, 0)):
+                raise ValueError(f"format version {version[0]}.{version[1]} (known: 1.0, 2.0, 3.0)")
             read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
             shape, fortran, dtype = read_header(f)
             offset = f.tell()
-    except (ValueError, EOFError) as exc:
-        raise ValueError(f"{p}: not a readable .npy array ({_first_line(exc)})") from exc
+    except OSError:
+        raise
+    except Exception as exc:  # ValueError, EOFError, and tokenize/syntax errors from a mangled header dict
+        raise ValueError(f"{p}: not a readable .npy array ({type(exc).__name__}: {_first_line(exc)})") from exc
     if any(s < 0 for s in shape):
         raise ValueError(f"{p}: header has a negative shape {tuple(shape)}")
     _check_dtype(p, dtype, "the array")
@@ -192,7 +198,7 @@ def _npz(p: Path, prefix: str) -> list[Allocation]:
                 with z.open(member) as f:
                     try:
                         arr = np.lib.format.read_array(f, allow_pickle=False)
-                    except (ValueError, EOFError) as exc:
+                    except Exception as exc:  # also tokenize/syntax errors from a mangled header dict
                         raise ValueError(f"{p}: array {key!r} is not a readable .npy member "
                                          f"({_first_line(exc)})") from exc
                 _check_dtype(p, arr.dtype, f"array {key!r}")
@@ -280,14 +286,41 @@ def _torch(p: Path, prefix: str) -> list[Allocation]:
     except Exception as exc:  # torch raises RuntimeError, pickle errors, EOFError, RecursionError...
         raise ValueError(f"{p}: not a readable PyTorch checkpoint ({type(exc).__name__}: "
                          f"{_first_line(exc)})") from exc
-    out = []
+    out, storages = [], set()
     for name, t in _tensors(p, obj):
-        for part, raw in _tensor_memory(p, name, t):
-            if raw.numel():
-                out.append(Allocation.from_array(
-                    _name(prefix, part), raw.detach().contiguous().reshape(-1).view(torch.uint8).numpy(),
-                    dtype=str(raw.dtype).removeprefix("torch."), shape=tuple(raw.shape)))
+        try:
+            for part, raw in _tensor_memory(p, name, t):
+                mem = _storage_bytes(raw, storages)
+                if mem is not None and mem.numel():
+                    out.append(Allocation.from_array(
+                        _name(prefix, part), mem.numpy(), dtype=str(raw.dtype).removeprefix("torch."),
+                        shape=tuple(raw.shape) if not raw.is_nested and mem.numel() == raw.numel() * raw.itemsize
+                        else (mem.numel() // raw.itemsize,)))
+        except ValueError:
+            raise
+        except Exception as exc:  # a tensor subclass or layout torch cannot flatten
+            raise ValueError(f"{p}: tensor {name!r} cannot be read as memory ({type(exc).__name__}: "
+                             f"{_first_line(exc)})") from exc
     return out
+
+
+def _storage_bytes(t: Any, seen: set[tuple[int, int]]) -> Any:
+    """The bytes ``t`` holds in memory, as a flat uint8 tensor, or None when an earlier tensor's storage
+    holds them: a tensor that is its whole storage gives its elements in logical C order; a view, slice or
+    expanded tensor gives the storage it shares (a GPU holds that storage once, whole)."""
+    import torch
+
+    if t.is_nested:  # its components one after another, as its buffer holds them
+        parts = [c.detach().contiguous().reshape(-1).view(torch.uint8) for c in t.unbind()]
+        return torch.cat(parts) if parts else torch.empty(0, dtype=torch.uint8)
+    storage = t.untyped_storage()
+    key = (storage.data_ptr(), storage.nbytes())
+    if storage.nbytes() and key in seen:
+        return None
+    seen.add(key)
+    if t.numel() * t.element_size() == storage.nbytes():
+        return t.detach().contiguous().reshape(-1).view(torch.uint8)
+    return torch.empty(0, dtype=torch.uint8).set_(storage)
 
 
 def _tensor_memory(p: Path, name: str, t: Any) -> list[tuple[str, Any]]:
@@ -296,6 +329,8 @@ def _tensor_memory(p: Path, name: str, t: Any) -> list[tuple[str, Any]]:
 
     if t.is_meta:
         raise ValueError(f"{p}: tensor {name!r} is on the meta device: it has a shape {tuple(t.shape)} but no data")
+    if t.is_nested:  # its components one after another, as its buffer holds them
+        return [(name, t)]
     if t.layout == torch.strided:
         return [(name, t.int_repr() if t.is_quantized else t)]
     if t.layout == torch.sparse_coo:
@@ -349,6 +384,7 @@ def _zarr(p: Path, prefix: str) -> list[Allocation]:
     import dask.array as da
     import zarr
 
+    _regular_store(p)
     try:
         node = zarr.open(str(p), mode="r")
         arrays = [(p.stem, node)] if isinstance(node, zarr.Array) else \
@@ -361,11 +397,27 @@ def _zarr(p: Path, prefix: str) -> list[Allocation]:
         _check_dtype(p, np.dtype(arr.dtype), f"array {key!r}")
         if arr.size == 0:
             continue
+        if any(c < 1 for c in arr.chunks):
+            raise ValueError(f"{p}: array {key!r} declares chunks {arr.chunks}: every chunk side must be at least 1")
         d = da.from_array(_ZarrChunks(arr, f"{p}: array {key!r}"), chunks=arr.chunks, asarray=True, lock=False)
         if d.dtype.newbyteorder("<") != d.dtype:
             d = d.astype(d.dtype.newbyteorder("<"))
         out.append(Allocation.from_array(_name(prefix, key), d))
     return out
+
+
+def _regular_store(p: Path) -> None:
+    """A zarr folder holds only folders and regular files: a FIFO inside (or a link to one) would block the read."""
+    for root, dirs, files in os.walk(p):
+        for entry in (*dirs, *files):
+            q = Path(root) / entry
+            try:
+                mode = q.stat().st_mode
+            except OSError as exc:
+                raise ValueError(f"{p}: cannot read {q.relative_to(p)} ({exc.strerror or exc})") from exc
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                raise ValueError(f"{p}: {q.relative_to(p)} is not a regular file (a FIFO, device or socket); "
+                                 "a zarr store holds files and folders only")
 
 
 def human_bytes(n: float) -> str:

@@ -227,6 +227,14 @@ def _check_run(ds: xr.Dataset, sectors: np.ndarray, start: np.ndarray, count: np
     from buddylib.entries import SECTORS_PER_ENTRY
 
     names = [str(n) for n in ds["allocation"].values]
+    if not ds.sizes.get("snapshot", 0) or not names:
+        raise ValueError(f"holds {ds.sizes.get('snapshot', 0)} snapshots of {len(names)} allocations: nothing to "
+                         "analyse (corrupted run)")
+    for var, arr in (("sectors", sectors), ("entry_start", start), ("entry_count", count), ("nbytes", nbytes)):
+        if arr.dtype.kind not in "iu":
+            raise ValueError(f"{var} stored as {arr.dtype}, not integers (corrupted run)")
+        if arr.size and arr.min() < 0 and var != "entry_start":
+            raise ValueError(f"{var} holds the negative value {int(arr.min())} (corrupted run)")
     expect = -(-nbytes.astype(np.int64) // 128)
     for si, ai in zip(*np.nonzero((count != expect) | (nbytes < 0)), strict=True):
         raise ValueError(f"snapshot {si}, allocation {names[ai]!r}: {int(nbytes[si, ai])} bytes but "
@@ -291,10 +299,13 @@ def load(path: str | os.PathLike) -> list[Snapshot]:
         raise FileNotFoundError(f"{path}: no such file")
     engine = _engine(path)
     with xr.open_dataset(path, engine=engine, **({"consolidated": False} if engine == "zarr" else {})) as ds:
+        if ds.attrs.get("format") is None:
+            raise ValueError(f"{path}: not a run saved by `buddy workloads run` (no format attribute: a result of "
+                             "`buddy analyze --out`, a run saved before 2026-12 with one group per snapshot, which "
+                             "must be regenerated, or another netCDF)")
         if ds.attrs.get("format") != FORMAT:
-            raise ValueError(f"{path}: not a run saved by this buddylib (format {ds.attrs.get('format')!r}, "
-                             f"expected {FORMAT!r}; runs saved before 2026-12 keep one group per snapshot: "
-                             "regenerate them)")
+            raise ValueError(f"{path}: a run in format {ds.attrs.get('format')!r}, which this buddylib does not read "
+                             f"(it reads {FORMAT!r})")
         missing = {"sectors", "entry_start", "entry_count", "nbytes", "kind", "dtype", "shape"} - set(ds.variables)
         if missing:
             raise ValueError(f"{path}: a run without {', '.join(sorted(missing))} (corrupted run)")

@@ -229,7 +229,7 @@ def test_a_dtype_without_bytes(capsys, tmp_path):
 
 def test_not_a_run(capsys, tmp_path):
     xr.Dataset({"t": ("x", np.arange(5.0))}).to_netcdf(tmp_path / "weather.nc")
-    _fails(capsys, tmp_path, [tmp_path / "weather.nc"], "weather.nc", "not a run saved by this buddylib")
+    _fails(capsys, tmp_path, [tmp_path / "weather.nc"], "weather.nc", "not a run saved by `buddy workloads run`")
 
 
 def test_npz_member_that_is_not_an_array(capsys, tmp_path):
@@ -260,3 +260,92 @@ def test_empty_arrays_are_skipped_in_every_format(capsys, tmp_path):
     torch = pytest.importorskip("torch")
     torch.save({"empty": torch.zeros(0), "full": torch.from_numpy(full)}, tmp_path / "e.pt")
     assert [a["allocation"] for a in _json(capsys, tmp_path / "e.pt")["allocations"]] == ["full"]
+
+
+# ------------------------------------------------------------------ re-tried with other files (second round)
+
+
+def test_a_mangled_or_unknown_npy_header(capsys, tmp_path):
+    header = b"{{{{"
+    header += b" " * (-(11 + len(header)) % 64) + b"\n"
+    (tmp_path / "brackets.npy").write_bytes(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header + bytes(40))
+    _fails(capsys, tmp_path, [tmp_path / "brackets.npy"], "brackets.npy", "not a readable .npy array")
+    (tmp_path / "v9.npy").write_bytes(b"\x93NUMPY\x09\x00" + bytes(100))
+    _fails(capsys, tmp_path, [tmp_path / "v9.npy"], "v9.npy", "format version 9.0")
+
+
+def test_zarr_stores_with_zero_chunks_or_a_fifo_inside(capsys, tmp_path):
+    import zarr
+
+    z = zarr.create_array(str(tmp_path / "zero.zarr"), shape=(10,), chunks=(5,), dtype="f4", zarr_format=2)
+    z[:] = 1
+    meta = json.loads((tmp_path / "zero.zarr" / ".zarray").read_text())
+    (tmp_path / "zero.zarr" / ".zarray").write_text(json.dumps({**meta, "chunks": [0]}))
+    _fails(capsys, tmp_path, [tmp_path / "zero.zarr"], "zero.zarr", "chunk side")
+    if hasattr(os, "mkfifo"):
+        z = zarr.create_array(str(tmp_path / "pipe.zarr"), shape=(10,), chunks=(5,), dtype="f4", zarr_format=3)
+        z[:] = 1
+        chunk = next(p for p in (tmp_path / "pipe.zarr").rglob("*") if p.is_file() and p.name != "zarr.json")
+        chunk.unlink()
+        os.mkfifo(chunk)  # reading it would block forever
+        _fails(capsys, tmp_path, [tmp_path / "pipe.zarr"], "pipe.zarr", "not a regular file")
+
+
+def test_the_same_data_given_twice_by_another_name(capsys, tmp_path):
+    import zarr
+
+    (tmp_path / "a").mkdir()
+    np.save(tmp_path / "a" / "m.npy", np.arange(600, dtype=np.int32))
+    os.symlink(tmp_path / "a" / "m.npy", tmp_path / "alias.npy")
+    os.link(tmp_path / "a" / "m.npy", tmp_path / "hard.npy")
+    for other in (tmp_path / "a" / ".." / "a" / "m.npy", tmp_path / "alias.npy", tmp_path / "hard.npy"):
+        _fails(capsys, tmp_path, [tmp_path / "a" / "m.npy", other], "given twice")
+    zarr.open_group(str(tmp_path / "g.zarr"), mode="w").create_array("k", shape=(64,), dtype="i4")[:] = 7
+    _fails(capsys, tmp_path, [tmp_path / "g.zarr", tmp_path / "g.zarr" / "k"], "lies inside", "g.zarr")
+
+
+def test_tensors_sharing_one_storage_count_once(capsys, tmp_path):
+    torch = pytest.importorskip("torch")
+    base = torch.arange(1000, dtype=torch.float32)
+    torch.save({"a": base, "b": base[100:200], "c": base.view(10, 100), "e": torch.ones(1, 4).expand(1000, 4),
+                "n": torch.nested.nested_tensor([torch.ones(3), torch.ones(5)])}, tmp_path / "views.pt")
+    got = {a["allocation"]: a["bytes"] for a in _json(capsys, tmp_path / "views.pt")["allocations"]}
+    assert got == {"a": 4000, "e": 16, "n": 32}  # one storage of 1000 floats; 4 floats expanded; 3 + 5 floats
+
+
+def test_no_target_beyond_the_threshold_when_1_is_not_listed(capsys, tmp_path):
+    np.save(tmp_path / "noise.npy", np.random.default_rng(1).random(4096))  # incompressible
+    for targets in (["8"], ["16", "8"], ["4", "2"]):
+        row = _json(capsys, tmp_path / "noise.npy", "--targets", *targets)["allocations"][0]
+        assert row["target"] == 1 and row["overflow %"] == 0, row
+
+
+def test_a_saved_run_with_bad_sector_values(capsys, tmp_path):
+    path = _run_file(tmp_path)
+    ds = xr.open_dataset(path).load()
+    for name, sectors in (("nan", ds.sectors.astype("f4").where(ds.entry != 3)), ("half", ds.sectors + 0.5),
+                          ("neg", (ds.sectors.astype("i2") * 0 - 1))):
+        ds.assign(sectors=sectors).to_netcdf(tmp_path / f"{name}.nc")
+        rc, _out, err = _analyze(capsys, tmp_path / f"{name}.nc")
+        assert rc == 2 and f"{name}.nc" in err.splitlines()[-1] and "sectors" in err.splitlines()[-1], err
+    ds.isel(snapshot=slice(0, 0)).to_netcdf(tmp_path / "none.nc")
+    _fails(capsys, tmp_path, [tmp_path / "none.nc"], "none.nc", "0 snapshots")
+
+
+def test_usage_errors_are_one_line(capsys, tmp_path):
+    np.save(tmp_path / "x.npy", np.arange(100))
+    for bad in (["--threshold", "abc"], ["--policy", "best"], ["--max-bytes", "nan"], ["--compressor"]):
+        with pytest.raises(SystemExit) as exit_:
+            _analyze(capsys, tmp_path / "x.npy", *bad)
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2 and len(err.splitlines()) == 1 and "buddy analyze: error:" in err, err
+    _fails(capsys, tmp_path, [tmp_path / "x.npy", "--threshold", "1.0000001"], "1.0000001 is outside")
+
+
+def test_a_typed_memoryview_follows_the_array_rule():
+    from buddylib import as_entries
+
+    v = np.arange(1000, dtype=">i4").reshape(40, 25)
+    assert np.array_equal(as_entries(memoryview(v)), as_entries(v.astype("<i4")))
+    f = np.asfortranarray(v.astype("<i4"))
+    assert np.array_equal(as_entries(memoryview(f)), as_entries(v.astype("<i4")))

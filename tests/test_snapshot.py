@@ -91,5 +91,5 @@ def test_a_run_is_one_dataset_and_says_so(tmp_path: Path) -> None:
     assert not snapshot.is_saved_run(tmp_path / "mine.zarr")
     old = tmp_path / "old.nc"  # the layout before: one group per snapshot
     xr.Dataset({"sectors": ("entry", np.zeros(4, np.uint8))}).to_netcdf(old, group="snapshot_000")
-    with pytest.raises(ValueError, match=r"old\.nc: not a run saved by this buddylib .* regenerate"):
+    with pytest.raises(ValueError, match=r"old\.nc: not a run saved by `buddy workloads run` .* regenerated"):
         snapshot.load(old)
