@@ -170,13 +170,14 @@ def hpc_scales(names: Sequence[str] | None = None, scales: Sequence[str | float]
     return out
 
 
-def attribution(dl_default: float, factors: dict[str, float], target: float) -> pd.DataFrame:
-    """One headline number from ours to the paper's: a row per measured factor (each from the same
-    baseline, not compounded), its value, its change, and the share of the gap to ``target`` it closes."""
-    rows = [("this suite, default", dl_default), *factors.items(), ("paper", target)]
+def attribution(ours: float, factors: dict[str, float], target: float, label: str = "this suite") -> pd.DataFrame:
+    """One headline number from ours (first row, ``label``: say the scale) to the paper's: a row per measured
+    factor (each from the same baseline, not compounded), its value, its change, and the share of the gap to
+    ``target`` it closes."""
+    rows = [(label, ours), *factors.items(), ("paper", target)]
     df = pd.DataFrame(rows, columns=["factor", "value"]).set_index("factor")
-    gap = target - dl_default
-    df["change"] = df["value"] - dl_default
+    gap = target - ours
+    df["change"] = df["value"] - ours
     df["share of the gap"] = df["change"] / gap if gap else np.nan
     return df
 
