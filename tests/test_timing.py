@@ -104,6 +104,11 @@ def test_gather_rows_land_on_their_entries() -> None:
     got = _entries(acc, alloc, {}, idx, np.random.default_rng(0)).tolist()
     # atom 0 -> entry 0; atom 5 (bytes 120..143) straddles 0 and 1; atom 6 (144..167) -> 1; atom 60 -> 11
     assert got == [0, 1, 11]
+    # an embedding row of 80 float32 (320 bytes) spans three entries, every one of them read
+    table = Allocation(name="emb", dtype="float32", shape=(16, 80), nbytes=16 * 320)
+    rows = _entries(Access("emb", "read", "gather", index="tok", row=80), table, {}, {"tok": np.array([0, 4, 1])},
+                    np.random.default_rng(0)).tolist()
+    assert rows == [0, 1, 2, 10, 11, 12, 2, 3, 4]  # row 4: bytes 1280..1599; row 1: 320..639
 
 
 def test_requests_in_flight_are_swept() -> None:

@@ -153,9 +153,10 @@ def _entries(access, alloc, allocs, index_arrays, rng) -> np.ndarray:
                          f"indices (e.g. {int(rows[bad][0])}) outside the {n_items // access.row} rows of "
                          f"{access.row} element(s)")
     rows = rows[:max(1, round(access.fraction * rows.size))]
-    first = rows * access.row * itemsize // ENTRY_BYTES  # a row may straddle two entries
-    last = ((rows + 1) * access.row * itemsize - 1) // ENTRY_BYTES
-    return _collapse(np.stack([first, last], axis=1).reshape(-1))
+    first = rows * access.row * itemsize // ENTRY_BYTES  # a row spans one entry or more, or straddles two
+    count = ((rows + 1) * access.row * itemsize - 1) // ENTRY_BYTES - first + 1
+    start = np.repeat(np.cumsum(count) - count, count)
+    return _collapse(np.repeat(first, count) + np.arange(int(count.sum()), dtype=np.int64) - start)
 
 
 # ---------------------------------------------------------------------------------------
