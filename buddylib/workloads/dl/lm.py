@@ -1,9 +1,12 @@
-"""Language models of the paper's DL set, trained with Adam on real English prose.
+"""Byte-level language models trained with Adam on real English prose, beside the paper's set (suite
+``dl-extra``: never averaged with the paper's networks).
 
-* ``lstm``: a BigLSTM-style model (Jozefowicz et al. 2016, "Exploring the limits of language
-  modeling"): embedding, two stacked LSTM layers with a linear projection of the hidden
-  state (LSTMP, ``nn.LSTM(proj_size=...)``), dropout, full softmax. Scaled: byte vocabulary,
-  hidden/projection widths and sequence length shrunk.
+* ``lstm``: BigLSTM's network (Jozefowicz et al. 2016, "Exploring the limits of language
+  modeling": embedding, two stacked LSTM layers with a linear projection of the hidden
+  state (LSTMP, ``nn.LSTM(proj_size=...)``), dropout) on bytes, with a full softmax and Adam. Not
+  BigLSTM's memory: a 256-symbol vocabulary leaves no large, sparsely touched tables, and Adam keeps
+  no untouched state; BigLSTM itself, with its word vocabulary, sampled softmax and Adagrad, is
+  ``biglstm`` (:mod:`buddylib.workloads.dl.biglstm`).
 * ``transformer``: a decoder-only Transformer (GPT-2 layout, Radford et al. 2019): token and
   learned position embeddings, pre-LayerNorm blocks of causal multi-head self-attention
   (explicit attention matrix, as before fused attention kernels) and a GELU MLP, residual
@@ -121,10 +124,14 @@ class TransformerLM(nn.Module):
 class LanguageModel(TorchWorkload):
     """Next-byte prediction on the pydoc topics with Adam; subclasses give the network.
 
+    Beyond the paper's DL set (suite ``dl-extra``): the Transformer is not among its networks, and the
+    byte-level LSTM is not BigLSTM as trained (see the module docstring).
+
     ``QUICK``/``DEFAULT``: widths, ``batch``, sequence length ``seq``, ``steps``, ``lr``.
     Footprints other than quick scale the default widths by sqrt(footprint / default).
     """
 
+    suite: ClassVar[str] = "dl-extra"
     QUICK: ClassVar[dict[str, Any]]
     DEFAULT: ClassVar[dict[str, Any]]
     #: Settings that are widths (scaled with the footprint).
@@ -149,7 +156,7 @@ class LanguageModel(TorchWorkload):
 @register
 class LSTMTraining(LanguageModel):
     name = "lstm"
-    proxies = "BigLSTM language model training (paper's DL set)"
+    proxies = "byte-level LSTM language model training (BigLSTM's network; vocabulary and optimizer not)"
     WIDTHS = ("emb", "hidden", "proj")
     QUICK: ClassVar[dict[str, Any]] = dict(emb=32, hidden=96, proj=32, batch=4, seq=32, steps=40, lr=1e-2)
     DEFAULT: ClassVar[dict[str, Any]] = dict(emb=256, hidden=1024, proj=256, batch=16, seq=32, steps=120, lr=2e-3)
