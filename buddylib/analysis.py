@@ -263,6 +263,35 @@ def analyze(data: Any, compressors: Sequence[str] = DEFAULT_COMPRESSORS,
     return summarize(hist, snapshots, thresholds, targets, policy, zero_flag)
 
 
+def analyze_histograms(counts: xr.DataArray, snapshots: Sequence[Snapshot],
+                       thresholds: Sequence[float] | float = layout.DEFAULT_THRESHOLD,
+                       targets: Sequence[float] = layout.TARGETS, policy: str = "profile",
+                       zero_flag: bool = True) -> xr.Dataset:
+    """:func:`analyze` of a run kept only as sector histograms (e.g. a committed summary of a run too large
+    to keep per entry): ``counts`` are entries per sector count, dims ``(snapshot, allocation, compressor,
+    sectors)``; ``snapshots`` say each allocation's kind, dtype and bytes (their ``data`` and ``sectors``
+    are not read). Without an access profile, accesses weigh like entries, as in :func:`analyze`.
+
+    >>> import numpy as np
+    >>> run = {"x": np.zeros(1024, np.float32), "y": np.arange(1024, dtype=np.int32)}
+    >>> full = analyze(run, compressors=["bpc32"])
+    >>> again = analyze_histograms(full.sector_count, as_snapshots(run))
+    >>> bool((again.effective_ratio == full.effective_ratio).all())
+    True
+    """
+    thresholds = layout.check_threshold(thresholds)
+    targets = layout.check_targets(targets)
+    if policy not in layout.POLICIES:
+        raise ValueError(f"unknown policy {policy!r}; available: {', '.join(layout.POLICIES)}")
+    counts = counts.transpose("snapshot", "allocation", "compressor", "sectors")
+    if counts.sizes["sectors"] != SECTORS_PER_ENTRY + 1 or (counts < 0).any():
+        raise ValueError(f"sector histograms count entries taking 0..{SECTORS_PER_ENTRY} sectors, >= 0 each")
+    hist = xr.concat([counts, counts], "weighting").transpose(*counts.dims[:-1], "weighting", "sectors")
+    hist = hist.assign_coords(weighting=["entries", "accesses"], sectors=layout.SECTOR_VALUES,
+                              snapshot=np.arange(counts.sizes["snapshot"])).astype(float)
+    return summarize(hist, list(snapshots), thresholds, targets, policy, zero_flag)
+
+
 def summarize(hist: xr.DataArray, snapshots: Sequence[Snapshot], thresholds: np.ndarray, targets: np.ndarray,
               policy: str = "profile", zero_flag: bool = True) -> xr.Dataset:
     """All capacity results derived from sector histograms (see :func:`analyze`)."""

@@ -320,6 +320,28 @@ def _fixtures(args: argparse.Namespace) -> int:
     return 0
 
 
+def _summaries(args: argparse.Namespace) -> int:
+    from buddylib import summaries
+
+    folder = Path(args.folder) if args.folder else summaries.FOLDER
+    names = args.names or None
+    if args.check:
+        import pandas as pd
+
+        report = summaries.check(names, args.scale, folder=folder)
+        with pd.option_context("display.width", 200, "display.max_colwidth", 60):
+            print(report.to_string())
+        bad = [f"{n}@{s}" for n, s in report.index[~report.ok]]
+        print(f"{len(report) - len(bad)} of {len(report)} identical bit for bit (byte digests and histograms)"
+              + (f"; differ: {', '.join(bad)}" if bad else ""))
+        return 1 if bad else 0
+    for p in summaries.generate(names, args.scale, folder=folder):
+        s = summaries.load(p)
+        print(f"{s['workload']} at {s['scale']}: {s['seconds']:.0f} s, peak {s['peak_rss_bytes'] / 2**30:.1f} GiB "
+              f"-> {p}")
+    return 0
+
+
 def _reproduce(args: argparse.Namespace) -> int:
     from buddylib import reproduce
 
@@ -406,6 +428,21 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--check", action="store_true", help="compare a fresh run with the fixtures; write nothing")
     f.add_argument("--folder", default=None, help="fixture folder (default data/fixtures/quick of this checkout)")
     f.set_defaults(func=_fixtures)
+
+    m = sub.add_parser("summaries", help="remake (or --check) the committed gigabyte-scale HPC sector histograms",
+                       description="Run the HPC proxies at gigabyte scale (one after another, each in its own "
+                                   "process) and write their committed summaries (per snapshot, allocation and "
+                                   "compressor the sector histogram, with the run's byte digest and code digest) "
+                                   "into data/summaries/hpc; or with --check remake them in a temporary folder and "
+                                   "compare bit for bit. An hour or more per scale on two cores.")
+    m.add_argument("names", nargs="*", metavar="NAME", help="HPC proxies (default: all)")
+    m.add_argument("--scale", nargs="+", default=None, metavar="SCALE",
+                   help="scales: large (1 GiB) and/or a footprint in MiB, e.g. 4096 (default: every committed one, "
+                        "and large)")
+    m.add_argument("--check", action="store_true",
+                   help="compare a fresh run with the committed summaries; write nothing")
+    m.add_argument("--folder", default=None, help="summary folder (default data/summaries/hpc of this checkout)")
+    m.set_defaults(func=_summaries)
 
     r = sub.add_parser("reproduce", help="run the main job into reports/ with an index",
                        description="Run every result of the suite at default scale into a "

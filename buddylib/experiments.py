@@ -20,7 +20,7 @@ from buddylib import snapshot, workloads
 from buddylib.analysis import analyze
 from buddylib.compressors import DEFAULT_COMPRESSORS
 from buddylib.layout import DEFAULT_THRESHOLD
-from buddylib.provenance import ANALYSIS_SOURCES, code_version, frozen
+from buddylib.provenance import ANALYSIS_ONLY, ANALYSIS_SOURCES, code_version, frozen
 
 THRESHOLDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 #: The CNNs of the larger-batch study (notebook 07) and the mini-batch sizes measured at each scale.
@@ -38,6 +38,13 @@ def data_folder(scale: str | float, seed: int = 0, data_dir: str | Path | None =
     if (str(scale), seed) == (fixtures.SCALE, fixtures.SEED) and frozen(fixtures.FOLDER):
         return fixtures.FOLDER
     return fixtures.DATA
+
+
+def analysis_code(name: str) -> str:
+    """Digest of the code an analysis of ``name``'s run depends on: the workload's own
+    (:meth:`~buddylib.workloads.base.Workload.code`) and the analysis, layout and timing model's
+    (:data:`~buddylib.provenance.ANALYSIS_ONLY`); editing another workload changes neither."""
+    return f"{code_version(*ANALYSIS_ONLY)}+{workloads.get(name).code()}"
 
 
 def workload_ratios(names: Sequence[str], scale: str | float = "quick", seed: int = 0,
@@ -95,7 +102,7 @@ def slowdowns(names: Sequence[str], scale: str | float = "quick", seed: int = 0,
         cache = run_path.with_suffix(f".slowdown-t{threshold:g}.nc")
         if cache.exists() and cache.stat().st_mtime >= run_path.stat().st_mtime:  # same run ...
             cached = _load_cached(cache)
-            if cached.attrs.get("code") == code_version(*ANALYSIS_SOURCES):  # ... and same code: reuse
+            if cached.attrs.get("code") == analysis_code(name):  # ... and same code: reuse
                 out.append(cached)
                 continue
         ws = Workset.load(run_path)
@@ -113,7 +120,7 @@ def slowdowns(names: Sequence[str], scale: str | float = "quick", seed: int = 0,
         ds = ds.assign_coords(um_page_bytes=[4 << 10, 64 << 10, 2 << 20])
         ds["effective_ratio"] = ((), ratio, {"units": "1"})
         ds = ds.expand_dims(workload=[name])
-        ds.attrs["code"] = code_version(*ANALYSIS_SOURCES)
+        ds.attrs["code"] = analysis_code(name)
         save_cache(ds, cache)
         out.append(ds)
     return xr.concat(out, "workload", coords="different", compat="equals", join="outer",

@@ -152,21 +152,43 @@ def framework_accounting(names: Sequence[str], scale: str | float = "default", s
 
 
 def hpc_scales(names: Sequence[str] | None = None, scales: Sequence[str | float] = ("quick", 32, "default"),
-               seed: int = 0, data_dir: str | Path | None = None, progress: bool = True) -> xr.Dataset:
-    """HPC effective ratio (BPC-32, threshold 30%) per workload and scale: from the final snapshot, and
-    averaged over the run's snapshots. Runs are read from :func:`experiments.data_folder` of each scale."""
+               seed: int = 0, data_dir: str | Path | None = None, progress: bool = True,
+               summary_folder: str | Path | None = None) -> xr.Dataset:
+    """HPC effective ratio (BPC-32, profile policy, threshold 30%: :data:`paper.HEADLINE`) per workload and
+    scale: from the final snapshot, and averaged over the run's snapshots.
+
+    A scale whose runs are committed as sector histograms (:mod:`buddylib.summaries`: 1 GiB, ``"large"``,
+    and 4 GiB, ``4096``, too slow to run for a notebook) is read from them as they are, for every one of
+    ``names``; the others from runs in :func:`experiments.data_folder` of each scale (the committed quick
+    fixtures at quick scale). ``summary_folder``: where the summaries lie (default the committed
+    ``data/summaries/hpc``; ``False`` never reads them). ``source`` says which each scale came from, and
+    ``code_current`` whether a summary was made by this checkout's code of its workload (runs always are).
+    """
+    from buddylib import summaries
+
     names = list(names or workloads.names("hpc"))
+    folder = summaries.FOLDER if summary_folder is None else summary_folder
     parts = []
     for s in scales:
-        ds = experiments.workload_ratios(names, s, seed, experiments.data_folder(s, seed, data_dir),
-                                         progress=progress)
+        if folder is not False and seed == summaries.SEED and summaries.available(s, names, seed, folder):
+            ds, source = summaries.workload_ratios(names, s, seed, folder, thresholds=[paper.HEADLINE["threshold"]],
+                                                   compressors=[paper.HEADLINE["compressor"]]), "summary"
+            current = ds.code_current
+        else:
+            ds, source = experiments.workload_ratios(names, s, seed, experiments.data_folder(s, seed, data_dir),
+                                                     progress=progress), "run"
+            current = xr.ones_like(ds.workload, dtype=bool)
         eff = paper.headline(ds.effective_ratio)
         last = experiments.final(ds)
         parts.append(xr.Dataset({"final": paper.headline(last.effective_ratio), "run_mean": eff.mean("snapshot"),
-                                 "footprint": last.footprint}).expand_dims(scale=[str(s)]))
+                                 "footprint": last.footprint, "source": ((), source),
+                                 "code_current": current.drop_vars(current.coords)}).expand_dims(scale=[str(s)]))
     out = xr.concat(parts, "scale", join="outer")
     out["final"].attrs.update(units="1", description="effective ratio of the final snapshot")
     out["run_mean"].attrs.update(units="1", description="effective ratio averaged over the run's snapshots")
+    out["source"].attrs.update(description="run: a run of this scale; summary: the committed sector histograms "
+                                           "(data/summaries/hpc, buddy summaries --check)")
+    out["code_current"].attrs.update(description="whether this checkout's code of the workload made it")
     return out
 
 

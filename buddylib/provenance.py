@@ -5,6 +5,11 @@ minutes; a cache made before a compressor, a workload or the timing model change
 silently give the old numbers. Each cache records :func:`code_version` of the source it
 depends on and is recomputed when that differs.
 
+A saved workload run depends on less: its own module, the workload modules it imports, the
+workload base class and the compressors (:func:`workload_sources`), so editing one proxy remakes
+that proxy's runs alone. Every digest is of the code, not the text: docstrings and comments are left
+out (:func:`normalized_source`), so documenting a module never invalidates a cached or committed result.
+
 The exception is a *frozen* folder, one holding a :data:`MANIFEST` (the committed fixtures,
 :mod:`buddylib.fixtures`): its runs are read as they are and never remade in place, because
 remaking them on another CPU would give other bytes; a test checks them against a fresh run.
@@ -12,6 +17,7 @@ remaking them on another CPU would give other bytes; a test checks them against 
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 from pathlib import Path
@@ -21,6 +27,13 @@ PACKAGE = Path(__file__).resolve().parent
 RUN_SOURCES = ("workloads", "compressors", "entries.py", "snapshot.py")
 #: ... and what analysing a run (placement, timing) adds.
 ANALYSIS_SOURCES = (*RUN_SOURCES, "analysis.py", "layout.py", "timing", "experiments.py")
+#: What analysing a run adds to the code that made it (:data:`ANALYSIS_SOURCES` without the runs' sources).
+ANALYSIS_ONLY = tuple(p for p in ANALYSIS_SOURCES if p not in RUN_SOURCES)
+#: What every workload's run depends on besides its own modules (:func:`workload_sources`).
+WORKLOAD_BASE = ("workloads/base.py", "compressors", "entries.py", "snapshot.py")
+#: Modules a workload's imports reach that decide nothing of its bytes: the registries (importing one
+#: imports every workload of its suite) and the package's own ``__init__``.
+_NOT_FOLLOWED = ("__init__.py", "workloads/__init__.py", "workloads/hpc/__init__.py", "workloads/dl/__init__.py")
 
 
 #: The file that marks a folder of runs as frozen, and says how and where they were made.
@@ -34,7 +47,8 @@ def frozen(folder: str | Path) -> bool:
 
 @functools.cache
 def code_version(*parts: str) -> str:
-    """Short SHA-256 of the Python source under ``parts`` (files or folders of the package).
+    """Short SHA-256 of the Python code under ``parts`` (files or folders of the package), docstrings and
+    comments left out (:func:`normalized_source`).
 
     >>> code_version("entries.py") == code_version("entries.py") != code_version("layout.py")
     True
@@ -45,5 +59,89 @@ def code_version(*parts: str) -> str:
         if not root.exists():
             raise ValueError(f"code_version: {part!r} is not part of the buddylib package")
         for f in sorted(root.rglob("*.py")) if root.is_dir() else [root]:
-            h.update(str(f.relative_to(PACKAGE)).encode() + b"\0" + f.read_bytes() + b"\0")
+            h.update(str(f.relative_to(PACKAGE)).encode() + b"\0" + normalized_source(f.read_text()).encode() + b"\0")
     return h.hexdigest()[:12]
+
+
+@functools.lru_cache(maxsize=512)
+def normalized_source(text: str) -> str:
+    r"""What of a module's source is code: its syntax tree without docstrings (comments are not in it),
+    without line numbers; the same for any two texts that differ only in docstrings, comments or layout.
+
+    >>> normalized_source("def f():  # one\n    'Doc.'\n    return 1") == normalized_source("def f(): return 1")
+    True
+    """
+    tree = ast.parse(text)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body and \
+                isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and \
+                isinstance(body[0].value.value, str):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree, annotate_fields=False, include_attributes=False)
+
+
+def workload_sources(module: str) -> tuple[str, ...]:
+    """The sources (relative to the package) a workload run defined in ``module`` (its dotted name, or its
+    path relative to the package) depends on: the module, every workload module it imports (transitively;
+    the registries excepted, which import every workload), and :data:`WORKLOAD_BASE`.
+
+    >>> workload_sources("buddylib.workloads.hpc.bt")[:3]
+    ('workloads/hpc/_adi.py', 'workloads/hpc/bt.py', 'workloads/base.py')
+    """
+    start = _module_file(module) if module.startswith("buddylib.") else module
+    if start is None or not (PACKAGE / start).is_file():
+        raise ValueError(f"workload_sources: {module!r} is not a module of the buddylib package")
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        rel = todo.pop()
+        if rel in seen or rel in _NOT_FOLLOWED:
+            continue
+        seen.add(rel)
+        todo += [d for d in _imported(rel) if d.startswith("workloads/")]
+    return (*sorted(seen - set(WORKLOAD_BASE)), *WORKLOAD_BASE)
+
+
+def workload_code(module: str) -> str:
+    """Short digest of the code a workload run defined in ``module`` depends on (:func:`workload_sources`);
+    for a workload defined outside the package, its module's code and :data:`WORKLOAD_BASE`."""
+    if module.startswith("buddylib.") or module.endswith(".py"):
+        return code_version(*workload_sources(module))
+    import importlib.util
+
+    spec = importlib.util.find_spec(module)
+    text = Path(spec.origin).read_text() if spec is not None and spec.origin and spec.origin.endswith(".py") else ""
+    return hashlib.sha256(f"{module}\0{normalized_source(text)}\0{code_version(*WORKLOAD_BASE)}".encode()
+                          ).hexdigest()[:12]
+
+
+@functools.cache
+def _imported(rel: str) -> tuple[str, ...]:
+    """The package's modules (paths relative to it) that the module ``rel`` imports, at any depth of its code."""
+    out = []
+    for node in ast.walk(ast.parse((PACKAGE / rel).read_text())):
+        if isinstance(node, ast.Import):
+            out += [_module_file(a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: from the module's own package
+                base = Path(rel).parent.parts[: len(Path(rel).parent.parts) - node.level + 1]
+                prefix = ".".join(("buddylib", *base, *([node.module] if node.module else [])))
+            else:
+                prefix = node.module or ""
+            out.append(_module_file(prefix))
+            out += [_module_file(f"{prefix}.{a.name}") for a in node.names]  # `from package import module`
+    return tuple(f for f in out if f is not None)
+
+
+def _module_file(dotted: str) -> str | None:
+    """The file of the package's module ``dotted`` (``buddylib.x.y``), relative to the package; None if not one."""
+    parts = dotted.split(".")
+    if parts[0] != "buddylib":
+        return None
+    path = PACKAGE.joinpath(*parts[1:])
+    if path.with_suffix(".py").is_file():
+        return str(path.with_suffix(".py").relative_to(PACKAGE))
+    if (path / "__init__.py").is_file():
+        return str((path / "__init__.py").relative_to(PACKAGE))
+    return None

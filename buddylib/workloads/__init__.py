@@ -56,7 +56,9 @@ def names(suite: str | None = None) -> list[str]:
 def cached_run(name: str, scale: str | float = "quick", seed: int = 0, data: str | Path = "data",
                regenerate: bool = False) -> Path:
     """Path of ``name``'s saved run (snapshots .nc beside its profile), running it only if missing
-    or made by other code (its profile records :func:`~buddylib.provenance.code_version`).
+    or made by other code (its profile records :meth:`Workload.code`: the digest of the workload's own
+    module, the workload modules it imports, the base class and the compressors, so editing one
+    workload remakes its runs alone).
 
     Runs record every compressor and the zstd/lz4 references, so any analysis can use them (paper-scale
     runs, gigabytes per snapshot, only ``PAPER_COMPRESSORS``). In a frozen folder (the committed
@@ -65,7 +67,7 @@ def cached_run(name: str, scale: str | float = "quick", seed: int = 0, data: str
     import json
 
     from buddylib.compressors import ALL_COMPRESSORS
-    from buddylib.provenance import RUN_SOURCES, code_version, frozen
+    from buddylib.provenance import frozen
     from buddylib.workloads.base import PAPER_COMPRESSORS
 
     path = Path(data) / f"{name}-{scale}-s{seed}.nc"
@@ -78,7 +80,7 @@ def cached_run(name: str, scale: str | float = "quick", seed: int = 0, data: str
         return path
     profile = path.with_suffix(".profile.json")
     current = path.exists() and profile.exists() and \
-        json.loads(profile.read_text()).get("code") == code_version(*RUN_SOURCES)
+        json.loads(profile.read_text()).get("code") == get(name).code()
     if regenerate or not current:
         paper = scale == "paper"
         get(name).run(scale, seed=seed, compressors=PAPER_COMPRESSORS if paper else ALL_COMPRESSORS,

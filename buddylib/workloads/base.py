@@ -31,7 +31,7 @@ import numpy as np
 from tqdm import tqdm
 
 from buddylib.compressors import ALL_COMPRESSORS
-from buddylib.provenance import RUN_SOURCES, code_version
+from buddylib.provenance import workload_code
 from buddylib.snapshot import Allocation, Snapshot
 from buddylib.threads import numba_threads
 
@@ -176,7 +176,7 @@ class Run:
         snapshot.save(self.snapshots, stem.with_suffix(".nc"), compressors=compressors)
         stem.with_suffix(".profile.json").write_text(json.dumps(
             {**self.profile.to_dict(), "scale": self.scale, "seed": self.seed, "digest": self.digest,
-             "seconds": self.seconds, "code": code_version(*RUN_SOURCES)}, separators=(",", ":")))
+             "seconds": self.seconds, "code": self.workload.code()}, separators=(",", ":")))
         if self.index_arrays:
             np.savez_compressed(stem.with_suffix(".index.npz"), **self.index_arrays)
         return stem.with_suffix(".nc")
@@ -197,6 +197,13 @@ class Workload(abc.ABC):
     compress_threads: ClassVar[int | None] = None
     #: Whether the workload has a "paper" scale (the published network); others refuse it.
     paper_scale: ClassVar[bool] = False
+
+    @classmethod
+    def code(cls) -> str:
+        """Digest of the code this workload's runs depend on: its module, the workload modules it imports,
+        the base class, the compressors (:func:`~buddylib.provenance.workload_sources`); docstrings and
+        comments aside. A saved run records it, and a cached run made by other code is remade."""
+        return workload_code(cls.__module__)
 
     @classmethod
     def missing(cls) -> str | None:

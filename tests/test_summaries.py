@@ -1,0 +1,160 @@
+"""Per-workload code digests (issue 22) and the committed gigabyte-scale HPC summaries (issue 21).
+
+No test here runs a gigabyte workload: the committed summaries are checked for consistency, and the
+check machinery on quick-scale summaries made in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from buddylib import cli, experiments, fidelity, fixtures, paper, provenance, summaries, workloads
+
+HPC = workloads.names("hpc")
+
+
+@pytest.fixture
+def package_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A copy of the package that the code digests read instead of the real one (edited by the test)."""
+    copy = tmp_path / "buddylib"
+    shutil.copytree(provenance.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    provenance.code_version.cache_clear()
+    provenance._imported.cache_clear()
+    monkeypatch.setattr(provenance, "PACKAGE", copy)
+    yield copy
+    provenance.code_version.cache_clear()
+    provenance._imported.cache_clear()
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, f"{path.name}: {old!r} not found"
+    path.write_text(text.replace(old, new, 1))
+    provenance.code_version.cache_clear()
+    provenance._imported.cache_clear()
+
+
+def _codes() -> dict[str, str]:
+    return {n: workloads.get(n).code() for n in HPC}
+
+
+def test_a_workloads_digest_covers_its_own_code_and_nothing_else(package_copy: Path) -> None:
+    before = _codes()
+    assert len(set(before.values())) == len(HPC)  # every proxy its own digest
+    hpc = package_copy / "workloads" / "hpc"
+    # documenting: docstrings and comments change no digest
+    _edit(hpc / "lulesh.py", '"""', '"""Edited docstring. ')
+    _edit(hpc / "_adi.py", "\nimport", "\n# a new comment\nimport")
+    _edit(package_copy / "compressors" / "bpc.py", '"""', '"""Edited. ')
+    assert _codes() == before
+    # editing lulesh's code changes lulesh's digest alone
+    (hpc / "lulesh.py").write_text((hpc / "lulesh.py").read_text() + "\n_EDITED = 1\n")
+    _edit(hpc / "lulesh.py", "_EDITED = 1", "_EDITED = 2")
+    after = _codes()
+    assert {n for n in HPC if after[n] != before[n]} == {"lulesh"}
+    # a shared module: the workloads that import it
+    (hpc / "_adi.py").write_text((hpc / "_adi.py").read_text() + "\n_EDITED = 1\n")
+    _edit(hpc / "_adi.py", "_EDITED = 1", "_EDITED = 2")
+    assert {n for n, c in _codes().items() if c != after[n]} == {"bt", "sp"}
+    # the compressors: every workload
+    now = _codes()
+    (package_copy / "compressors" / "bpc.py").write_text((package_copy / "compressors" / "bpc.py").read_text()
+                                                         + "\n_EDITED = 1\n")
+    provenance.code_version.cache_clear()
+    assert all(c != now[n] for n, c in _codes().items())
+
+
+def test_editing_lulesh_remakes_lulesh_alone(package_copy: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    paths = {n: workloads.cached_run(n, "quick", data=data) for n in ("lulesh", "ostencil")}
+    made = {n: p.stat().st_mtime_ns for n, p in paths.items()}
+    assert all(workloads.cached_run(n, "quick", data=data).stat().st_mtime_ns == made[n] for n in paths)
+    lulesh = package_copy / "workloads" / "hpc" / "lulesh.py"
+    lulesh.write_text(lulesh.read_text() + "\n_EDITED = 1\n")
+    provenance.code_version.cache_clear()
+    for n in paths:
+        workloads.cached_run(n, "quick", data=data)
+    assert paths["lulesh"].stat().st_mtime_ns > made["lulesh"]  # remade
+    assert paths["ostencil"].stat().st_mtime_ns == made["ostencil"]  # kept
+    profile = json.loads(paths["lulesh"].with_suffix(".profile.json").read_text())
+    assert profile["code"] == workloads.get("lulesh").code()
+
+
+def test_normalized_source_ignores_docstrings_comments_and_layout() -> None:
+    a = 'def f(x):\n    """Doc."""\n    return x + 1  # one\n'
+    b = "def f(x):\n\n    return (x +\n            1)\n"
+    assert provenance.normalized_source(a) == provenance.normalized_source(b)
+    assert provenance.normalized_source(a) != provenance.normalized_source(a.replace("+ 1", "+ 2"))
+
+
+# ---------------------------------------------------------------------------------------
+# the committed summaries
+# ---------------------------------------------------------------------------------------
+
+
+def test_committed_summaries_are_complete_and_consistent() -> None:
+    files = sorted(summaries.FOLDER.glob("*.json"))
+    assert files
+    for f in files:
+        s = summaries.load(f)  # histograms count every allocation's entries
+        assert f == summaries.path(s["workload"], s["scale"], s["seed"])
+        assert s["workload"] in HPC and s["compressors"] == list(summaries.COMPRESSORS)
+        assert len(s["digest"]) == 64 and len(s["code"]) == 12 and s["machine"]["fma_avx2"]
+        assert s["footprint_bytes"] == workloads.footprint_bytes(s["scale"])
+        biggest = max(sum(a["nbytes"] for a in snap["allocations"]) for snap in s["snapshots"])
+        assert 0.5 < biggest / s["footprint_bytes"] < 2
+    assert sum(f.stat().st_size for f in files) < 8 << 20  # a few MB
+
+
+def test_hpc_scales_reads_the_committed_summaries_without_running() -> None:
+    done = [n for n in HPC if summaries.path(n, "large").is_file()]  # all, once every proxy is committed
+    hs = fidelity.hpc_scales(done, scales=["large"], progress=False)
+    assert str(hs.source.sel(scale="large").item()) == "summary"
+    final = hs.final.sel(scale="large")
+    assert final.sizes["workload"] == len(done) and bool(np.isfinite(final).all()) and bool((final > 0.9).all())
+
+
+def test_summary_analysis_is_the_runs_analysis(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A quick run summarized, then analysed from its histograms, gives the committed fixture's numbers exactly,
+    through fidelity.hpc_scales too; and the check machinery finds a changed histogram."""
+    names = ["ostencil"]
+    summaries.generate(names, ["quick"], folder=tmp_path)
+    a = summaries.workload_ratios(names, "quick", folder=tmp_path)
+    b = experiments.workload_ratios(names, "quick", 0, fixtures.FOLDER, progress=False)
+    for v in ("effective_ratio", "ideal_ratio_total", "kind_effective_ratio", "footprint", "buddy_access_fraction"):
+        assert a[v].equals(b[v]), v
+    hs = fidelity.hpc_scales(names, ["quick"], progress=False, summary_folder=tmp_path)
+    runs = fidelity.hpc_scales(names, ["quick"], progress=False, summary_folder=False)
+    assert hs.final.equals(runs.final) and hs.run_mean.equals(runs.run_mean)
+    assert str(hs.source.item()) == "summary" and str(runs.source.item()) == "run"
+    assert float(paper.headline(a.effective_ratio).isel(snapshot=-1).sel(workload="ostencil")) > 0.99
+
+    # bit for bit: the same summary twice is ok; a changed histogram or byte digest is named
+    kept = summaries.load(summaries.path("ostencil", "quick", folder=tmp_path))
+    assert summaries.compare(kept, kept)["ok"]
+    changed = json.loads(json.dumps(kept))
+    h = changed["snapshots"][-1]["allocations"][0]["sectors"]["bpc32"]
+    h[3], h[4] = h[3] + 1, h[4] - 1
+    row = summaries.compare(kept, changed)
+    assert not row["ok"] and not row["histograms_equal"] and row["digest_equal"] and "bpc32" in row["first_difference"]
+    assert not summaries.compare(kept, changed | {"digest": "0" * 64})["digest_equal"]
+
+    # the check regenerates in a temporary folder: the same bytes (digest), but not the changed histogram
+    summaries.write(changed, tmp_path)
+    assert cli.main(["summaries", "ostencil", "--check", "--folder", str(tmp_path), "--scale", "quick"]) == 1
+    report = capsys.readouterr().out
+    assert "0 of 1 identical" in report and "ostencil@quick" in report and "bpc32" in report
+
+
+def test_load_refuses_a_histogram_that_does_not_count_the_entries(tmp_path: Path) -> None:
+    src = min(summaries.FOLDER.glob("*.json"), key=lambda f: f.stat().st_size)
+    s = json.loads(src.read_text())
+    s["snapshots"][0]["allocations"][0]["sectors"]["bpc32"][0] += 1
+    bad = summaries.write(s, tmp_path)
+    with pytest.raises(ValueError, match="does not count"):
+        summaries.load(bad)
