@@ -25,6 +25,23 @@ Check (tests/workloads/test_adi.py, test_bt.py): on the 12^3 class-S problem (dt
 60 steps) the RMS residual and RMS error against the exact solution equal NPB's published
 verification values to 1e-8; the error to the manufactured solution falls with iterations;
 the block-tridiagonal line solver matches numpy.linalg.solve; and fjac is the flux Jacobian.
+
+Arrays, ours / upstream (read: NPB 3.4 OpenMP ``BT/bt_data.f90``, ``work_lhs.f90`` in
+studyztp/NPB3.4-OMP-custom-makefile, the NPB 2.3 OpenACC C port ``BT/header.h`` in
+grypp/NPB2.3-OpenACC-C, GMAP/NPB-GPU's CUDA ``BT/bt.cu``; SPEC ACCEL 370.bt's own source is not
+public):
+
+* ``u``, ``rhs``, ``forcing`` (5 x grid), ``us``, ``vs``, ``ws``, ``qs``, ``rho_i``, ``square``
+  (grid): NPB's global fields in every version read (the OpenACC C port pads ``forcing`` to 6
+  components);
+* ``fjac``, ``njac`` (5 x 5 x grid) and ``lhs`` (3 x 5 x 5 x grid): per-line work arrays in NPB's
+  OpenMP code, held over the whole grid in the OpenACC C port (``fjac[..][5][5]``,
+  ``njac[..][5][5]``, ``lhs[..][3][5][5]``), as in ours: the GPU port's extra arrays, so that all
+  lines are solved in parallel. GMAP's CUDA port instead keeps the three blocks as ``lhsA``,
+  ``lhsB``, ``lhsC`` over the grid and forms the Jacobians on the fly.
+
+Where ours differs, and why: the OpenACC C port's 1-D work arrays (``cuf``, ``q``, ``ue``,
+``buf``, per line) are not held, and ``forcing`` has 5 components, not 6 (the sixth is padding).
 """
 
 from __future__ import annotations

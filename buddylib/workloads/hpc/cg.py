@@ -24,6 +24,30 @@ is positive definite with smallest eigenvalue >= rcond (NPB's stated bound), ``s
 above its spectrum so ``-A`` is positive definite (the CG inner solve is well posed), the CG
 residual falls by orders of magnitude within the 25 inner iterations, and zeta converges to
 ``shift + 1/lambda`` of the eigenvalue of ``A`` nearest zero (``numpy.linalg`` on a small case).
+
+Arrays, ours / upstream (read: NPB 3.4 OpenMP ``CG/cg_data.f90`` in
+studyztp/NPB3.4-OMP-custom-makefile, the NPB 2.3 OpenACC C port ``CG/cg.c`` in
+grypp/NPB2.3-OpenACC-C, GMAP/NPB-GPU's CUDA ``CG/cg.cu``; SPEC describes 354.cg as the University
+of Houston's OpenACC port of SNU's C translation of NPB 3.3, whose source is not public):
+
+=========================================  ===================================================
+ours                                       NPB
+=========================================  ===================================================
+``a`` float64, ``colidx`` int32 (nnz)      ``a(nz)``, ``colidx(nz)``, nz = na (nonzer + 1)^2
+``rowstr`` int32 (n + 1)                   ``rowstr(na+1)``
+``x``, ``z``, ``p``, ``q``, ``r`` (n)      ``x``, ``z``, ``p``, ``q``, ``r`` (na + 2)
+(none)                                     ``makea``'s work arrays ``iv``, ``arow``, ``acol``,
+                                           ``v``, ``aelt``; GMAP's CUDA port also keeps the
+                                           scalars ``rho``, ``d``, ``alpha``, ``beta``, ``sum``,
+                                           norms and per-block reduction buffers on the device
+=========================================  ===================================================
+
+Where ours differs, and why: ``a`` and ``colidx`` are sized to the matrix's nonzeros, where NPB
+allocates the bound nz = na (nonzer + 1)^2 and fills the first ``rowstr(na+1) - 1`` entries (the
+rest, 13 %, 10 % and 8 % of the bound for classes S, W and A, is never read); the vectors have
+n entries, not na + 2 (two never-used spares); the matrix-generation work arrays are not kept
+(NPB uses them only in ``makea``, and the GPU ports build the matrix on the host), nor the
+reduction scalars (a few doubles).
 """
 
 from __future__ import annotations

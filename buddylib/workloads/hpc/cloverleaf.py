@@ -36,6 +36,16 @@ remap is conservative and the walls pass no flux); total energy, internal plus k
 conserved to round-off by the Lagrangian phase (PdV work equals the work of the nodal
 forces), and through the remap only up to the kinetic energy that the momentum advection
 dissipates, as in CloverLeaf itself; the shock runs outward at the exact 1-D Riemann speed.
+
+Arrays, ours / upstream (read: UK-MAC/CloverLeaf_ref ``build_field.f90`` and
+``definitions.f90``; SPEC ACCEL 353.clvrleaf's own source is not public): one chunk's field
+arrays, name for name and shape for shape: ``density0/1``, ``energy0/1``, ``pressure``,
+``viscosity``, ``soundspeed``, ``volume`` (cells, xmin-2:xmax+2 by ymin-2:ymax+2);
+``xvel0/1``, ``yvel0/1``, ``work_array1..7`` (nodes, xmin-2:xmax+3 by ymin-2:ymax+3);
+``vol_flux_x``, ``mass_flux_x``, ``xarea`` (x faces) and ``vol_flux_y``, ``mass_flux_y``,
+``yarea`` (y faces); ``cellx``, ``celldx``, ``vertexx``, ``vertexdx`` and the same in y. No
+differences: with one chunk every face is external, so CloverLeaf allocates no MPI
+communication buffers, and we hold none.
 """
 
 from __future__ import annotations

@@ -24,6 +24,21 @@ Check (tests): the first randlc values equal 5^13k x 271828183 mod 2^46 computed
 integers (and each batch starts at the jumped-ahead seed); the annulus counts follow the
 distribution of max(|X|, |Y|) for independent standard normals (chi-square); sx, sy match the
 NAS verification values for class S to 1e-8.
+
+Arrays, ours / upstream (read: NPB 3.4 OpenMP ``EP/ep_data.f90`` in
+studyztp/NPB3.4-OMP-custom-makefile, the NPB 2.3 OpenACC C port ``EP/ep.c`` in
+grypp/NPB2.3-OpenACC-C, GMAP/NPB-GPU's CUDA ``EP/ep.cu``; 352.ep's own source is not public):
+
+* ``xx`` (2 NK x blksize): the OpenACC port's device array ``xx[NN][2*NK]`` of every batch's
+  numbers (NN batches at once), here for ``blksize`` batches at a time;
+* ``qq`` (NQ x blksize): its ``qq[NN][NQ]`` per-batch counts, here per block;
+* ``q`` (NQ): NPB's ``q(0:nq-1)``;
+* ``sums`` (2): NPB's scalars sx, sy (GMAP's CUDA port keeps ``sx``/``sy`` per block, like ``q``).
+
+Where ours differs, and why: the blocking (``blksize`` batches per device buffer, sized by the
+footprint; the OpenACC port sizes its buffers for all batches, the serial code for one), and no
+separate ``x`` of 2 NK doubles (NPB's one-batch buffer, which the OpenACC port also creates on
+the device: it would be 1/blksize of ``xx``).
 """
 
 from __future__ import annotations

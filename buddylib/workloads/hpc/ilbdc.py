@@ -30,6 +30,20 @@ Check (``tests/workloads/test_ilbdc.py``): mass (the sum of all distributions) i
 to round-off, the force builds momentum along x, and on a tiny box the sparse solver equals
 an independent dense D3Q19 reference (full grid, ``np.roll`` streaming, solid-cell
 bounce-back) step for step.
+
+Arrays, ours / upstream. The source of 360.ilbdc (SPEC OMP2012, and its OpenACC port in SPEC
+ACCEL) is not public. SPEC's published description (spec.org/accel/Docs/360.ilbdc.html) states a
+"list-based sparse data representation resulting in indirect data access patterns" for a D3Q19
+TRT kernel and about 400 MB for a 100^3 domain, i.e. about 400 bytes per cell; the ILBDC papers
+(Zeiser et al.) describe that representation as two distribution arrays over the fluid cells
+and one adjacency (index) list:
+
+* ``pdf_src``, ``pdf_dst``: float64 (19, n_fluid), the two distribution copies;
+* ``adjacency``: int32 (19, n_fluid), where each incoming value is fetched from.
+
+That is 2 x 19 x 8 + 19 x 4 = 380 bytes per fluid cell, the published footprint's order. What
+we cannot check without the source: its exact array shapes and index width, and whether it keeps
+a fluid-cell coordinate list or flags beside them (we keep none: the kernel does not read one).
 """
 
 from __future__ import annotations

@@ -44,6 +44,31 @@ radius 1.15 (E t^2 / rho)^(1/5); the fields keep the problem's symmetry under ex
 axes to 1e-12; and the blast-box optimisation gives the same bytes as full recomputation.
 A default run is 1000 cycles (t ~ 2e-3 of LULESH's 1e-2 stop time): the front crosses about
 half the mesh edge, so late snapshots are half quiescent.
+
+Arrays, ours / upstream (read: LLNL/LULESH ``lulesh.h`` (class Domain), ``lulesh.cc``,
+``lulesh-init.cc``; LULESH 2.0):
+
+* the same as the Domain's persistent arrays: nodes ``x y z xd yd zd xdd ydd zdd fx fy fz
+  nodalMass``, symmetry sets ``symmX symmY symmZ``; elements ``e p q ql qq v volo vnew delv vdov
+  arealg ss elemMass``, ``nodelist``, ``lxim lxip letam letap lzetam lzetap``, ``elemBC``,
+  ``regNumList``;
+* the same as the Domain's per-cycle temporaries (``AllocateStrains`` / ``AllocateGradients``):
+  ``dxx dyy dzz``, ``delv_xi/eta/zeta``, ``delx_xi/eta/zeta``;
+* ``regElemlist``: upstream's ``m_regElemlist`` is one array per region (with ``m_regElemSize``,
+  numReg entries, not kept); ours concatenates them into one array of numElem entries;
+* ``nodeElemStart``, ``nodeElemCornerList``: upstream builds them only for an OpenMP run with more
+  than one thread (``SetupThreadSupportStructures``); a GPU port needs them for the same reason (a
+  gather instead of racing scatters), so ours always holds them;
+* ``fx_elem fy_elem fz_elem`` (8 per element): upstream allocates them inside the stress and the
+  hourglass force routines (multi-threaded runs only) and frees them on return; ours keeps one
+  set, as the CUDA port's fused force kernel does.
+
+Not kept: the other transients LULESH allocates and frees within one routine (``sigxx sigyy
+sigzz determ`` in ``CalcVolumeForceForElems``; ``dvdx dvdy dvdz x8n y8n z8n`` in
+``CalcHourglassControlForElems``; ``pHalfStep``, ``e_old``, ``delvc``, ``p_old``, ``q_old`` and
+the other EOS work arrays) and the MPI buffers ``commDataSend``/``commDataRecv`` (one rank). So
+ours is upstream's set at a point between kernels, plus the GPU port's per-corner forces and
+node-to-corner lists.
 """
 
 from __future__ import annotations

@@ -28,6 +28,32 @@ force kernel gathers positions through ``neigh_list``, each pair computed from b
 Check (tests): total energy (with the potential shifted to zero at the cutoff) is conserved
 to |dE / E| < 1e-3 and its error shrinks with dt^2, momentum stays zero, forces are minus the
 gradient of the energy, and the neighbour list equals a brute-force search.
+
+Arrays, ours / upstream. The source of SPEC ACCEL 350.md is not public; the problem and the
+arrays are compared with Mantevo miniMD (``ref/atom.h``, ``atom.cpp``, ``neighbor.h``,
+``neighbor.cpp``, ``force_lj.cpp``, ``comm.h``, read in Mantevo/miniMD), whose Lennard-Jones
+problem this proxy runs:
+
+=======================================  ========================================================
+ours                                     miniMD (ref)
+=======================================  ========================================================
+``pos``, ``vel``, ``force`` (N, 3)       ``x``, ``v``, ``f`` (nmax x PAD, PAD = 3 or 4), local
+                                         atoms followed by ghost (periodic image) atoms
+(none)                                   ``xold`` (positions at the last rebuild), ``type``
+``epot`` (N)                             (none: miniMD sums the energy into a scalar)
+``atom_cell``, ``cell_start``,           ``bincount`` (mbins), ``bins`` (mbins x atoms_per_bin,
+``cell_atoms``                           fixed capacity 8, grown on overflow), ``stencil``
+``neigh_offsets``, ``neigh_list``        ``numneigh`` (nmax), ``neighbors`` (nmax x maxneighs,
+                                         fixed-width rows, maxneighs 100 and grown on overflow)
+(none)                                   ``comm``'s ``buf_send``, ``buf_recv`` and send lists
+=======================================  ========================================================
+
+Where ours differs, and why: it is laid out as a GPU port holds it: no ghost atoms (the force
+kernel applies the minimum image itself, so there is no halo exchange and no comm buffers), a
+counting-sorted CSR cell list and a CSR neighbour list (one kernel per atom reads a contiguous
+row; miniMD's fixed-width rows hold the same ids plus unused slots), a per-atom ``epot`` the
+force kernel writes for the energy reduction, and one atom type (no ``type`` array). ``xold``
+is not kept: lists are rebuilt on a fixed schedule, not on a displacement check.
 """
 
 from __future__ import annotations

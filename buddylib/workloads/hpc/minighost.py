@@ -24,6 +24,27 @@ unused buffers hold zeros, and the send/receive buffers hold packed face copies.
 check: the blocked run equals the same stencil on the undivided global grid (the exchange
 is right), and per variable the sum of the grid plus the accumulated flux out equals the
 sources put in (miniGhost's conservation check, to round-off).
+
+Arrays, ours / upstream (read: Mantevo/miniGhost ``ref/DRIVER.F``, ``MG_UTILS.F``,
+``MG_BUFINIT.F``, ``MG_CONSTANTS.F``; SPEC ACCEL 359.miniGhost's own source is not public), per
+rank (ours: per block):
+
+* ``blk{b}.GRID{v}``, (nz+2, ny+2, nx+2) per variable / ``GRID(0:NX+1, 0:NY+1, 0:NZ+1, NVARS)``;
+* ``blk{b}.WORK`` / ``WORK(0:NX+1, 0:NY+1, 0:NZ+1)``;
+* ``SEND_BUFFER_*`` / ``RECV_BUFFER_*`` per neighbour face / the same, allocated per existing
+  neighbour. Ours are sized to the packed data (EAST/WEST NVARS x NZ x NY, NORTH/SOUTH
+  NVARS x NZ x (NX+2); 2 x 2 x 1 blocks have no FRONT/BACK neighbours), upstream's to the
+  ghost-inclusive bound (EAST/WEST NVARS (NY+2)(NZ+2), NORTH/SOUTH NVARS (NX+2)(NZ+2),
+  BACK/FRONT NVARS (NX+2)(NY+2));
+* ``SPIKES`` (NVARS, NSPIKES) and ``SPIKE_LOC`` (4, NSPIKES) / ``SPIKES(NVARS, NSPIKES)`` and
+  ``SPIKE_LOC(0:3, NSPIKES)``;
+* not kept: ``FLUX_OUT``, ``SOURCE_TOTAL``, ``GRIDS_TO_SUM`` (NVARS each), ``NEIGHBORS`` and the
+  MPI tags and requests.
+
+Where ours differs, and why: one array per variable instead of one 4-D ``GRID`` (the same bytes,
+split so each variable is its own allocation); buffers sized to what is packed in them (upstream
+allocates the ghost-inclusive bound, part of it unused); the per-variable scalars and the MPI
+bookkeeping (a few words per variable) are not kept.
 """
 
 from __future__ import annotations

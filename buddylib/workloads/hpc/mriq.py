@@ -22,6 +22,24 @@ half turn, accurate to float32 rounding.
 
 Check (tests): Q equals a direct complex128 numpy sum on a small case to float32 tolerance,
 after every chunk; Q at the origin voxel is sum |phi|^2.
+
+Arrays, ours / upstream. SPEC ACCEL's 314.omriq source is not public; it is the OpenACC port of
+Parboil's ``mri-q``, whose CUDA version (``benchmarks/mri-q/src/cuda/main.cu``, ``computeQ.cu``,
+read in jovan-djukic/parboil) allocates on the device ``phiR_d``, ``phiI_d``, ``phiMag_d`` (numK
+floats each, phase 1, freed once phiMag is copied back) and then ``x_d``, ``y_d``, ``z_d``,
+``Qr_d``, ``Qi_d`` (numX floats each, phase 2), and copies each chunk of the host's ``kVals``
+array (struct kValues {Kx, Ky, Kz, PhiMag}, numK of them) into a 1024-entry ``__constant__``
+array ``ck``:
+
+* ``x``, ``y``, ``z`` / ``x_d``, ``y_d``, ``z_d``;
+* ``Qr``, ``Qi`` / ``Qr_d``, ``Qi_d`` (cudaMemset to 0);
+* ``phiR``, ``phiI``, ``phiMag`` / ``phiR_d``, ``phiI_d``, ``phiMag_d``, phase 1 only;
+* ``kVals`` (numK x 4) / the host's ``kVals``; on the device one 1024 x 4 constant-memory chunk.
+
+Where ours differs, and why: ``kVals`` is held whole in device memory (a directive port has no
+explicit ``__constant__`` staging and copies the whole trajectory in: assumed, as 314.omriq's
+source cannot be read), and the phase-1 arrays stay resident beside the phase-2 ones (numK
+floats each: a few per cent of the bytes). All float32, as in Parboil.
 """
 
 from __future__ import annotations

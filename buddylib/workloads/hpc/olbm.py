@@ -31,6 +31,26 @@ distributions of every fluid cell plus those in transit inside obstacle cells (p
 last step, to be bounced back next step) — is conserved to round-off; the equilibrium has
 the right moments (density, momentum, momentum flux); and one step equals an independent
 numpy transcription of the kernel (to 1e-13).
+
+Arrays, ours / upstream. The sources of SPEC ACCEL 304.olbm and SPEC CPU 470.lbm are not public;
+SPEC's descriptions of 470.lbm (and of ACCEL's 104.lbm) give a cell of 20 words (19
+distributions and a flag word) and two grids swapped every step. The public descendant read here
+is Parboil's ``lbm`` (Pohl's code, jovan-djukic/parboil and abduld/Parboil:
+``benchmarks/lbm/src/cpu/lbm.c``, ``lbm_1d_array.h``, ``cuda/lbm.cu``, ``cuda/layout_config.h``):
+
+=====================  =======================================================================
+ours                   upstream
+=====================  =======================================================================
+``srcGrid``            ``srcGrid``: ``LBM_allocateGrid`` = SIZE_Z x SIZE_Y x SIZE_X x
+``dstGrid``            N_CELL_ENTRIES (20) plus a margin of 2 x SIZE_X x SIZE_Y x 20 entries
+                       before and after (two planes each side); ``dstGrid`` the same
+=====================  =======================================================================
+
+Where ours differs, and why: float64, as 470.lbm's ``double`` (Parboil's versions use float32);
+the array-of-structures layout with the flags inside the grid, as 470.lbm and Parboil's CPU
+version (Parboil's CUDA version, and the layout a GPU-tuned port may choose, is a padded
+structure of arrays, 19 + 1 arrays of (SIZE_X + 8) x SIZE_Y x (SIZE_Z + 4) floats: the same
+values in another order plus padding). Nothing else is allocated on the device by either.
 """
 
 from __future__ import annotations

@@ -6,6 +6,17 @@ bottom face (z = 0), held at T = sin(pi x / L) sin(pi y / L). Heat moves up from
 so early snapshots are mostly zeros and later ones a smooth 3-D field. The discrete steady
 state is known in closed form, T = sin(pi i/L) sin(pi j/L) sinh(mu (L - k)) / sinh(mu L) with
 L = n + 1 and cosh(mu) = 3 - 2 cos(pi / L), and Jacobi iterations approach it (``error()``).
+
+Arrays, ours / upstream. SPEC ACCEL's source is not public; SPEC's description of 303.ostencil
+(spec.org/accel/Docs/303.ostencil.html) credits Li-Wen Chang and John A. Stratton, the authors of
+Parboil's ``stencil``, with Mathew Colgrove's OpenACC port. Parboil's CUDA version
+(``benchmarks/stencil/src/cuda/main.cu``, read in a public Parboil copy, jovan-djukic/parboil)
+allocates exactly two device grids:
+
+* ``A0`` / ``d_A0`` and ``Anext`` / ``d_Anext``: float32, nx x ny x nz, the outermost layer being
+  the fixed boundary the kernel never writes. Ours are the same two arrays with nx = ny = nz =
+  n + 2 (our "halo" is Parboil's boundary layer). No differences; Parboil reads ``A0`` from an
+  input file, ours sets it from the problem above.
 """
 
 from __future__ import annotations

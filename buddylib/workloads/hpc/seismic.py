@@ -30,6 +30,27 @@ arrays stay zero except in the ten-cell boundary layers.
 Checks: the outermost point above a threshold moves away from the source at the P-wave
 speed; the energy in the medium grows while the source injects it, then stays bounded and is
 absorbed by the C-PML once the wave reaches the boundaries.
+
+Arrays, ours / upstream (read: ``seismic_CPML_3D_isotropic_MPI_OpenMP.f90`` in
+geodynamics/seismic_cpml; SPEC ACCEL 355.seismic's own source is not public):
+
+=========================================  ===================================================
+ours                                       SEISMIC_CPML
+=========================================  ===================================================
+``vx vy vz sigmaxx sigmayy sigmazz         the same nine, (NX, NY, 0:NZ_LOCAL+1): two extra
+sigmaxy sigmaxz sigmayz`` (n^3)            z planes for the MPI exchange
+the eighteen ``memory_d*_d*`` (n^3)        the same eighteen, (NX, NY, NZ_LOCAL)
+``rho``, ``lambda``, ``mu`` (n^3)          scalar constants ``rho``, ``lambda``, ``mu``
+``a_*``, ``b_*``, ``K_*`` and their        ``d_*``, ``K_*``, ``alpha_*``, ``a_*``, ``b_*`` and
+``_half`` per axis (18 vectors)            their ``_half`` per axis (30 vectors)
+(none)                                     receivers ``ix_rec``, ``iy_rec``, ``xrec``, ``yrec``,
+                                           seismograms ``sisvx``, ``sisvy`` (NSTEP x NREC),
+                                           ``total_energy`` (NSTEP)
+=========================================  ===================================================
+
+Where ours differs, and why: the layered medium needs 3-D material arrays (above); one rank, so
+no MPI planes; the damping profiles ``d_*`` and ``alpha_*`` are only used to compute ``a_*`` and
+``b_*`` at start-up, so they are not kept; no receivers or seismograms (output, not state).
 """
 
 from __future__ import annotations

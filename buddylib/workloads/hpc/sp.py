@@ -29,6 +29,25 @@ Check (tests/workloads/test_adi.py, test_sp.py): on the 12^3 class-S problem (dt
 100 steps) the RMS residual and RMS error against the exact solution equal NPB's published
 verification values to 1e-8 (what NPB itself requires); the error to the manufactured
 solution falls with iterations; and the pentadiagonal line solver matches numpy.linalg.solve.
+
+Arrays, ours / upstream (read: NPB 3.4 OpenMP ``SP/sp_data.f90`` in
+studyztp/NPB3.4-OMP-custom-makefile, the NPB 2.3 OpenACC C port ``SP/header.h`` in
+grypp/NPB2.3-OpenACC-C, GMAP/NPB-GPU's CUDA ``SP/sp.cu``; SPEC ACCEL 356.sp's own source is not
+public):
+
+* ``u``, ``rhs``, ``forcing`` (5 x grid) and ``us``, ``vs``, ``ws``, ``qs``, ``rho_i``,
+  ``speed``, ``square`` (grid): NPB's global fields, the same in every version read;
+* ``lhs``, ``lhsp``, ``lhsm`` (5 bands x grid each): in NPB 3.4's OpenMP code per-line
+  arrays of module ``work_lhs`` (``lhs(5, 0:IMAXP)`` ...); the OpenACC port holds them over the whole grid
+  (``lhs[15][...]``, the three five-band systems in one array) so that every line is solved in
+  parallel, as ours does (GMAP's CUDA port keeps one 9 x grid ``lhs``);
+* ``rhon`` (grid): NPB's per-line scratch (``rhon`` in NPB 2.3 and 3.3, ``rhov`` in 3.4's
+  ``work_lhs``), grid-sized in ours for the same reason.
+
+Where ours differs, and why: the OpenACC port also keeps ``ainv`` (grid; NPB 2.3's inverse sound
+speed, which NPB 3 computes inline) and its 1-D work arrays ``cv``, ``rhos``, ``rhoq``, ``cuf``,
+``q``, ``ue``, ``buf`` (a few lines' worth: ``cv`` is a per-line temporary in ours); GMAP's CUDA
+port adds ``rhs_buffer`` (5 x grid) and ``rms_buffer``; none of these are held.
 """
 
 from __future__ import annotations

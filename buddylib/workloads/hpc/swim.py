@@ -28,6 +28,13 @@ Checks: the total mass (sum of ``P``) is conserved to round-off, because the flu
 continuity equation telescopes on a periodic grid and the filter is linear; the energy
 (kinetic plus available potential) drifts only by the small filter/leapfrog error and the
 run stays bounded.
+
+Arrays, ours / upstream. SPEC's SWIM source is not public; the public form of Swarztrauber's
+NCAR program read here is ``shallow`` in stfc/PSycloneBench (``shallow/SEQ/shallow_base.f90``,
+a modernised copy with 8-byte reals), whose fields are ``u, v, p, unew, vnew, pnew, uold, vold,
+pold, cu, cv, z, h, psi``: the same fourteen (M+1) x (N+1) float64 arrays as ours, one for one,
+and no others. No differences in the arrays (whether SPEC's version declares them larger than the
+grid, as fixed-size Fortran arrays, cannot be checked without its source).
 """
 
 from __future__ import annotations
