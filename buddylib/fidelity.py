@@ -24,12 +24,14 @@ from buddylib.analysis import analyze
 from buddylib.provenance import ANALYSIS_SOURCES, code_version, frozen
 from buddylib.workloads.base import PAPER_COMPRESSORS
 
-#: The CNNs compared at the paper's scale (the paper's DL set that has a "paper" scale here).
-PAPER_CNNS = ("alexnet", "vgg16", "resnet50", "squeezenet", "inception")
+#: The networks compared at the paper's scale: the paper's DL set (each has a "paper" scale here).
+PAPER_NETWORKS = ("alexnet", "vgg16", "resnet50", "squeezenet", "inception", "biglstm")
 #: Compressors of the fidelity study: the paper's BPC, ZVC (scattered zeros), and the per-entry best of both.
 COMPRESSORS = PAPER_COMPRESSORS
 #: The CNNs of the training-maturity and framework-accounting studies.
 STUDY_CNNS = ("alexnet", "vgg16", "resnet50")
+#: The networks of the optimizer study: the study CNNs (SGD with momentum) and BigLSTM (Adagrad).
+OPTIMIZER_NETWORKS = (*STUDY_CNNS, "biglstm")
 
 
 def maturity_steps(scale: str | float) -> int:
@@ -99,7 +101,7 @@ def _maturity_run(name: str, scale: str | float, steps: int, snapshots: int, see
     return res.expand_dims(workload=[name])
 
 
-def paper_scale(names: Sequence[str] = PAPER_CNNS, seed: int = 0, data: str | Path = "data",
+def paper_scale(names: Sequence[str] = PAPER_NETWORKS, seed: int = 0, data: str | Path = "data",
                 scale: str = "paper", progress: bool = True) -> xr.Dataset:
     """The CNNs as published (``scale="paper"``: widths, 224x224, the recipes' batches): final snapshot's
     ratios per compressor and per tensor kind, the activations' share of the footprint, and the batch."""
@@ -113,6 +115,44 @@ def paper_scale(names: Sequence[str] = PAPER_CNNS, seed: int = 0, data: str | Pa
         ds["recipe_batch"] = ("workload", [cfg[n]["recipe"] or 0 for n in ds.workload.values],
                               {"units": "samples", "description": "the original recipe's batch (0: none stated)"})
     return ds
+
+
+def optimizer(names: Sequence[str] = OPTIMIZER_NETWORKS, scale: str | float = "default", seed: int = 0,
+              data: str | Path = "data", progress: bool = True) -> xr.Dataset:
+    """The same training with Adam instead of the recipe's optimizer (SGD with momentum, Adagrad;
+    :class:`~buddylib.workloads.dl.base.Adam`): the final snapshot's effective ratio per compressor (threshold
+    30%, targets over the run, as the headline) and the optimizer state's share of the footprint, dims
+    (workload, compressor). Cached as ``<name>-<scale>-s<seed>.adam.nc``, reused while the code is the same."""
+    out = []
+    for name in tqdm(list(names), desc="optimizer study", unit="workload", disable=not progress):
+        cache = Path(data) / f"{name}-{scale}-s{seed}.adam.nc"
+        if cache.exists():
+            cached = experiments._load_cached(cache)
+            if frozen(data) or cached.attrs.get("code") == code_version(*ANALYSIS_SOURCES):
+                out.append(cached)
+                continue
+        if frozen(data):
+            raise ValueError(f"{cache}: not among the committed fixtures in {data}; pass another data folder")
+        w = workloads.get(name)
+        if not hasattr(w, "adam"):
+            raise ValueError(f"workload {name!r} does not train (not a DL training workload)")
+        w.adam = True
+        t0 = time.perf_counter()
+        run = w.run(scale, seed=seed, compressors=COMPRESSORS)
+        ds = analyze(run.snapshots, COMPRESSORS, thresholds=[paper.HEADLINE["threshold"]], progress=False)
+        last = ds.isel(snapshot=-1, threshold=0)
+        state = last.allocation_bytes.where(last.kind == "optimizer").sum("allocation")
+        res = xr.Dataset({
+            "effective_ratio": last.effective_ratio.assign_attrs(units="1"),
+            "optimizer_share": (state / last.allocation_bytes.sum("allocation")).assign_attrs(
+                units="1", description="the optimizer state's share of the final snapshot's bytes"),
+        }).drop_vars(["workload", "snapshot", "step", "time", "threshold"], errors="ignore")
+        res.attrs.update(code=code_version(*ANALYSIS_SOURCES), optimizer=str(run.profile.kernels[-1].name),
+                         scale=str(scale), seconds=time.perf_counter() - t0)
+        res = res.expand_dims(workload=[name])
+        experiments.save_cache(res, cache)
+        out.append(res)
+    return xr.concat(out, "workload", join="outer", combine_attrs="drop_conflicts")
 
 
 def framework_accounting(names: Sequence[str], scale: str | float = "default", seed: int = 0,

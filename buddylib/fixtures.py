@@ -6,8 +6,8 @@ per-instruction-set SIMD kernels: ``workloads/hpc/_libm.py``). PyTorch training 
 kernels are chosen per instruction set (AVX-512, AVX2, default), and a convolution rounded otherwise
 moves which activations ReLU zeroes. So the notebooks' quick-scale defaults read runs made once and
 committed in ``data/fixtures/quick`` (per-entry sectors, access profiles, index arrays, notebook 07's
-mini-batch measurements and notebook 09's training-maturity and framework-accounting studies; a few
-MB), and the analysis and timing model on them give the same
+mini-batch measurements and notebook 09's training-maturity, framework-accounting and optimizer studies;
+a few MB), and the analysis and timing model on them give the same
 numbers everywhere. ``make fixtures`` remakes them and the notebooks' committed outputs; :func:`check`
 remakes the runs in a temporary folder and compares: HPC bit for bit, DL within :data:`TOLERANCE`.
 """
@@ -65,6 +65,9 @@ def generate(folder: str | Path = FOLDER, names: Sequence[str] | None = None, pr
         if study:  # notebook 09's training-maturity and framework-accounting studies
             fidelity.maturity(study, SCALE, seed=SEED, data=tmp, progress=progress)
             fidelity.framework_accounting(study, SCALE, SEED, tmp, progress=progress)
+        optimizer = [n for n in fidelity.OPTIMIZER_NETWORKS if n in names]
+        if optimizer:  # and its optimizer study
+            fidelity.optimizer(optimizer, SCALE, SEED, tmp, progress=progress)
         manifest = {
             "made_by": "buddylib.fixtures.generate (make fixtures)",
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),

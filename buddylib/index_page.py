@@ -24,7 +24,7 @@ import xarray as xr
 from buddylib import paper
 
 #: notebook 09's attribution tables shown on the page: title, file under ``09_fidelity/``
-FIDELITY_TABLES = (("DL effective ratio (mean of the five CNNs)", "dl_attribution.csv"),
+FIDELITY_TABLES = (("DL effective ratio (mean of the paper's six networks)", "dl_attribution.csv"),
                    ("HPC effective ratio (mean of the HPC proxies)", "hpc_attribution.csv"),
                    ("HPC slowdown, %", "slowdown_hpc_attribution.csv"),
                    ("DL slowdown, %", "slowdown_dl_attribution.csv"))

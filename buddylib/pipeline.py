@@ -41,10 +41,10 @@ class Task:
 
 def generation_tasks(scale: str | float, names: Sequence[str], paper_names: Sequence[str] = (),
                      batch_names: Sequence[str] = (), study_names: Sequence[str] = (),
-                     hpc_scales: Sequence[str | float] = ()) -> list[Task]:
+                     hpc_scales: Sequence[str | float] = (), optimizer_names: Sequence[str] = ()) -> list[Task]:
     """What the notebooks and the index will read, one task each: a run and its timing-model sweep per
-    workload, paper-scale runs, memory-vs-batch measurements, the training-maturity and framework studies,
-    HPC runs at other problem sizes."""
+    workload, paper-scale runs, memory-vs-batch measurements, the training-maturity, framework and optimizer
+    studies, HPC runs at other problem sizes."""
     from buddylib import workloads
 
     tasks = [Task("run", n, scale, 60.0 if workloads.get(n).suite != "hpc" else 30.0) for n in names]
@@ -52,6 +52,7 @@ def generation_tasks(scale: str | float, names: Sequence[str], paper_names: Sequ
     tasks += [Task("batch", n, scale, 60.0) for n in batch_names]
     tasks += [Task("maturity", n, scale, 150.0) for n in study_names]
     tasks += [Task("caffe", n, scale, 60.0) for n in study_names]
+    tasks += [Task("adam", n, scale, 90.0) for n in optimizer_names]
     tasks += [Task("run", n, s, 10.0) for s in hpc_scales for n in workloads.names("hpc")]
     return sorted(tasks, key=lambda t: -t.cost)
 
@@ -73,6 +74,8 @@ def execute(task: Task, data: str, seed: int = 0, notebook_args: dict[str, Any] 
         fidelity.maturity([task.name], task.scale, seed=seed, data=data, progress=False)
     elif task.kind == "caffe":
         fidelity.framework_accounting([task.name], task.scale, seed, data, progress=False)
+    elif task.kind == "adam":
+        fidelity.optimizer([task.name], task.scale, seed, data, progress=False)
     elif task.kind == "notebook":
         from buddylib import reproduce
 

@@ -146,9 +146,10 @@ def generate(data: Path, scale: str, names: list[str], scheduler: str | None = N
             for f in data.glob(f"{n}-{scale}-s0.*"):
                 f.unlink()
     tasks = pipeline.generation_tasks(
-        scale, names, paper_names=fidelity.PAPER_CNNS if full else (),
+        scale, names, paper_names=fidelity.PAPER_NETWORKS if full else (),
         batch_names=[n for n in experiments.BATCH_NETWORKS if n in names],
-        study_names=[n for n in fidelity.STUDY_CNNS if n in names], hpc_scales=("quick", 32) if full else ())
+        study_names=[n for n in fidelity.STUDY_CNNS if n in names], hpc_scales=("quick", 32) if full else (),
+        optimizer_names=[n for n in fidelity.OPTIMIZER_NETWORKS if n in names])
     return pipeline.run_all(tasks, data, scheduler, desc="workloads")
 
 

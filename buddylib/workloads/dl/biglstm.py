@@ -143,7 +143,8 @@ class BigLSTMTraining(TorchWorkload):
     """BigLSTM language-model training (see the module docstring for what is published and what is scaled).
 
     ``QUICK``/``DEFAULT``/``PAPER``: ``vocab`` (rows of the tables), ``emb`` and ``proj`` widths, LSTM
-    ``hidden``, ``batch`` x ``seq`` tokens, ``samples`` per step, ``steps``. Footprints between quick and
+    ``hidden``, ``batch`` x ``seq`` tokens, ``samples`` per step, ``steps``, and at paper scale the ``recipe``'s
+    batch (Jozefowicz et al.: 128 sequences of 20 words per worker). Footprints between quick and
     paper scale the vocabulary with the footprint (the tables are the memory), up to LM1B's.
     """
 
@@ -156,7 +157,7 @@ class BigLSTMTraining(TorchWorkload):
     DEFAULT: ClassVar[dict[str, Any]] = dict(vocab=100_000, emb=512, hidden=1024, proj=512, batch=32, seq=20,
                                              samples=8192, steps=60, lr=0.2)
     PAPER: ClassVar[dict[str, Any]] = dict(vocab=LM1B_VOCAB, emb=512, hidden=2048, proj=512, batch=128, seq=20,
-                                           samples=8192, steps=4, lr=0.2)
+                                           samples=8192, steps=4, lr=0.2, recipe=128)
 
     def configure(self, footprint: int) -> None:
         if footprint >= SCALES["paper"]:

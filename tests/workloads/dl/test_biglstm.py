@@ -104,3 +104,24 @@ def test_profile_gathers_the_tables(run: workloads.Run) -> None:
     assert opt["lstm.weight_hh_l0.sum"].pattern == "stream"
     assert not any(a.allocation == "softmax.weight" for a in k["bwd.softmax"].accesses)  # never the whole table
     assert {"input", "candidates", "softmax.weight.grad.indices"} <= set(run.index_arrays)
+
+
+def test_adam_instead_of_the_recipe(tmp_path) -> None:
+    """The optimizer study trains with Adam (SparseAdam for the sparse tables): the same allocations but the two
+    moments in place of Adagrad's accumulators, untouched rows' moments exactly 0; its result is cached."""
+    from buddylib import fidelity
+
+    w = workloads.get("biglstm")
+    w.adam = True
+    w.run("quick", seed=0, compressors=["bpc32"])
+    live = w.allocations()
+    assert not any(n.endswith(".sum") for n in live)
+    m = live["softmax.weight.exp_avg"][0]
+    untouched = ~(w.target_rows | w.sampled_rows)
+    assert untouched.any() and (m[untouched] == 0).all() and (m[~untouched] != 0).any(axis=1).all()
+    assert w.profile().kernels[-1].name == "optimizer.adam"
+    ds = fidelity.optimizer(["biglstm"], "quick", data=tmp_path, progress=False)
+    assert set(ds.compressor.values) == set(fidelity.COMPRESSORS) and (tmp_path / "biglstm-quick-s0.adam.nc").exists()
+    assert 0 < float(ds.optimizer_share.item()) < 1 and ds.effective_ratio.sel(compressor="bpc32").item() > 1
+    again = fidelity.optimizer(["biglstm"], "quick", data=tmp_path, progress=False)
+    assert again.attrs["seconds"] == ds.attrs["seconds"]  # read back, not run again
