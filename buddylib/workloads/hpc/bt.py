@@ -198,8 +198,9 @@ class BT(ADI):
 
     @staticmethod
     def time_step(n: int) -> float:
-        # NPB's time steps: class S (12^3) 0.01, classes W/A (24^3, 64^3) 0.0008
-        return 0.01 if n <= 16 else 0.0008
+        # NPB's time steps: class S (12^3) 0.01, classes W/A (24^3, 64^3) 0.0008, B (102^3) 0.0003,
+        # C (162^3) 0.0001, D (408^3) 0.00002: a grid past class A's with A's step diverges (1 GiB, 97^3)
+        return 0.01 if n <= 16 else 0.0008 if n <= 64 else 0.0003 if n <= 102 else 0.0001 if n <= 162 else 0.00002
 
     def factor(self) -> None:
         n = self.n
