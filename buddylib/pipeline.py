@@ -66,7 +66,7 @@ def execute(task: Task, data: str, seed: int = 0, notebook_args: dict[str, Any] 
         workloads.cached_run(task.name, task.scale, seed, data)
         experiments.slowdowns([task.name], task.scale, seed, data, progress=False)
     elif task.kind == "paper":
-        workloads.cached_run(task.name, "paper", seed, data)
+        _in_child(workloads.cached_run, task.name, "paper", seed, data)
     elif task.kind == "batch":
         batches = experiments.BATCHES.get(str(task.scale), experiments.BATCHES["default"])
         experiments.memory_vs_batch([task.name], batches, task.scale, seed, data, progress=False)
@@ -113,10 +113,33 @@ def run_all(tasks: Sequence[Task], data: str | Path, scheduler: str | None = Non
                     label, times[label] = fut.result()  # a failed task raises here, naming its error
                     pending.discard(fut)
                     progress.finished(label)
-                progress.running([labels[k] for keys in client.run(_executing).values() for k in keys
+                progress.running([labels[k] for keys in _ask(client, _executing).values() for k in keys
                                   if k in labels and labels[k] not in times])
                 time.sleep(0.5 if pending else 0)
     return times
+
+
+def _ask(client: Any, fn: Any) -> dict[str, Any]:
+    """``client.run(fn)`` on every worker, or nothing while a worker is going away: a worker that dies (the
+    memory ran out) is restarted by its nanny and its tasks are recomputed elsewhere, so the progress bar
+    must not end the run over it."""
+    try:
+        return client.run(fn, on_error="ignore")
+    except (OSError, TimeoutError):  # distributed's CommClosedError is an OSError
+        return {}
+
+
+def _in_child(fn: Any, *args: Any) -> Any:
+    """``fn(*args)`` in a new process: a paper-scale run holds gigabytes, which the allocator keeps in a
+    long-lived worker after the run ends (a worker at 13.7 GB after the paper-scale BigLSTM and ResNet-50 ran
+    in it was killed for memory); a child gives them back when it exits."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    if multiprocessing.current_process().daemon:  # a daemonic worker (dask's default) may not start children
+        return fn(*args)
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(fn, *args).result()
 
 
 def _executing(dask_worker: Any) -> list[str]:

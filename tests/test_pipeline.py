@@ -55,3 +55,19 @@ def test_running_means_executing_not_assigned() -> None:
         assigned = [k for keys in client.processing().values() for k in keys]
         assert 1 <= len(executing) <= workers < len(assigned)
         client.cancel(futures)
+
+
+def test_a_worker_going_away_does_not_end_the_run_and_paper_runs_give_their_memory_back() -> None:
+    """The progress bar's question to the workers fails while a dead worker is being replaced (its tasks are
+    recomputed elsewhere): no answer, not an error. Paper-scale runs go to a child process, which returns the
+    result and its gigabytes when it exits."""
+    import operator
+
+    from distributed.comm.core import CommClosedError
+
+    class Dying:
+        def run(self, fn, on_error="raise"):
+            raise CommClosedError("in <TCP (closed) Scheduler Broadcast>: Connection reset by peer")
+
+    assert pipeline._ask(Dying(), pipeline._executing) == {}
+    assert pipeline._in_child(operator.mul, 6, 7) == 42
