@@ -244,8 +244,10 @@ class SP(ADI):
 
     @staticmethod
     def time_step(n: int) -> float:
-        # NPB's time steps: class S (12^3) 0.015, classes W/A (36^3, 64^3) 0.0015
-        return 0.015 if n <= 12 else (0.005 if n <= 24 else 0.0015)
+        # NPB's time steps: class S (12^3) 0.015, classes W/A (36^3, 64^3) 0.0015, B (102^3) 0.001,
+        # C (162^3) 0.00067, D (408^3) 0.0003: past class A's grid, the class nearest in size (as bt)
+        return 0.015 if n <= 12 else 0.005 if n <= 24 else 0.0015 if n <= 64 else 0.001 if n <= 102 else \
+            0.00067 if n <= 162 else 0.0003
 
     def factor(self) -> None:
         n, dt = self.n, self.dt
