@@ -125,3 +125,15 @@ def test_adam_instead_of_the_recipe(tmp_path) -> None:
     assert 0 < float(ds.optimizer_share.item()) < 1 and ds.effective_ratio.sel(compressor="bpc32").item() > 1
     again = fidelity.optimizer(["biglstm"], "quick", data=tmp_path, progress=False)
     assert again.attrs["seconds"] == ds.attrs["seconds"]  # read back, not run again
+
+
+def test_scales_between_quick_and_paper_size_the_vocabulary() -> None:
+    """The tables are the memory: a footprint between quick and paper scales the vocabulary (up to LM1B's), and
+    a small one samples at most half of it (8,192 distinct ids cannot come from 3,906 words)."""
+    from buddylib.workloads.dl.biglstm import LM1B_VOCAB
+
+    for mib, vocab, samples in ((5, 3906, 1953), (128, 100_000, 8192), (1024, LM1B_VOCAB, 8192)):
+        w = workloads.get("biglstm")
+        w.configure(mib << 20)
+        assert (w.cfg["vocab"], w.cfg["samples"]) == (vocab, samples), mib
+        assert w.sampler.vocab == vocab
