@@ -24,7 +24,9 @@ step, so what the tables and their optimizer state hold depends on the recipe:
 Scaled, where a CPU forces it: the LSTM (hidden 1,024 at default scale, 2,048 as LSTM-2048-512 at paper
 scale; BIG LSTM's 8,192 would take minutes per step), the batch (32 x 20 at default, 128 x 20 at paper
 scale), the vocabulary at default scale (100,000 words: the 1.6 GB tables of the full one take the
-paper scale) and the number of steps. Quick scale (tests) keeps 8,192 words at width 16.
+paper scale) and the number of steps. The tables set the footprint, not the scale's nominal size: four
+100,000 x 512 float tables make the default run about 1 GB, LM1B's about 6.9 GB. Quick scale (tests)
+keeps 8,192 words at width 16.
 """
 
 from __future__ import annotations
