@@ -198,10 +198,11 @@ def hpc_scales(names: Sequence[str] | None = None, scales: Sequence[str | float]
     scale: from the final snapshot, and averaged over the run's snapshots.
 
     A scale whose runs are committed as sector histograms (:mod:`buddylib.summaries`: 1 GiB, ``"large"``,
-    and 4 GiB, ``4096``, too slow to run for a notebook) is read from them as they are, for every one of
-    ``names``; the others from runs in :func:`experiments.data_folder` of each scale (the committed quick
-    fixtures at quick scale). ``summary_folder``: where the summaries lie (default the committed
-    ``data/summaries/hpc``; ``False`` never reads them). ``source`` says which each scale came from, and
+    and 4 GiB, ``4096``, too slow to run for a notebook) is read from them as they are, never run: a
+    workload without a summary at that scale has NaN there. The other scales come from runs in
+    :func:`experiments.data_folder` of each scale (the committed quick fixtures at quick scale).
+    ``summary_folder``: where the summaries lie (default the committed ``data/summaries/hpc``; ``False``
+    never reads them). ``source`` says which each scale came from, and
     ``code_current`` whether a summary was made by this checkout's code of its workload (runs always are).
     """
     from buddylib import summaries
@@ -210,8 +211,10 @@ def hpc_scales(names: Sequence[str] | None = None, scales: Sequence[str | float]
     folder = summaries.FOLDER if summary_folder is None else summary_folder
     parts = []
     for s in scales:
-        if folder is not False and seed == summaries.SEED and summaries.available(s, names, seed, folder):
-            ds, source = summaries.workload_ratios(names, s, seed, folder, thresholds=[paper.HEADLINE["threshold"]],
+        kept = [n for n in names if folder is not False and seed == summaries.SEED
+                and summaries.path(n, s, seed, folder).is_file()]
+        if kept:
+            ds, source = summaries.workload_ratios(kept, s, seed, folder, thresholds=[paper.HEADLINE["threshold"]],
                                                    compressors=[paper.HEADLINE["compressor"]]), "summary"
             current = ds.code_current
         else:
@@ -222,8 +225,10 @@ def hpc_scales(names: Sequence[str] | None = None, scales: Sequence[str | float]
         last = experiments.final(ds)
         parts.append(xr.Dataset({"final": paper.headline(last.effective_ratio), "run_mean": eff.mean("snapshot"),
                                  "footprint": last.footprint, "source": ((), source),
-                                 "code_current": current.drop_vars(current.coords)}).expand_dims(scale=[str(s)]))
-    out = xr.concat(parts, "scale", join="outer")
+                                 "code_current": current.drop_vars(current.coords)})
+                     .reset_coords(drop=True).expand_dims(scale=[str(s)]))
+    out = xr.concat(parts, "scale", join="outer", coords="minimal", compat="override")
+    out["code_current"] = out.code_current.fillna(False).astype(bool)
     out["final"].attrs.update(units="1", description="effective ratio of the final snapshot")
     out["run_mean"].attrs.update(units="1", description="effective ratio averaged over the run's snapshots")
     out["source"].attrs.update(description="run: a run of this scale; summary: the committed sector histograms "
