@@ -50,20 +50,28 @@ def maturity(names: Sequence[str], scale: str | float = "default", steps: int | 
     ``steps`` defaults to :func:`maturity_steps`.
     """
     steps = maturity_steps(scale) if steps is None else int(steps)
-    out = []
-    for name in tqdm(list(names), desc="training maturity", unit="workload", disable=not progress):
-        cache = Path(data) / f"{name}-{scale}-s{seed}.maturity-{steps}.nc"
-        key = {"steps": int(steps), "snapshots": int(snapshots), "code": code_version(*ANALYSIS_SOURCES)}
-        if cache.exists():
-            cached = experiments._load_cached(cache)
-            if frozen(data) or all(cached.attrs.get(k) == v for k, v in key.items()):
-                out.append(cached)
-                continue
-        if frozen(data):
-            raise ValueError(f"{cache}: not among the committed fixtures in {data}; pass another data folder")
-        out.append(_maturity_run(name, scale, steps, snapshots, seed, key))
-        experiments.save_cache(out[-1], cache)
+    key = {"steps": int(steps), "snapshots": int(snapshots), "code": code_version(*ANALYSIS_SOURCES)}
+    out = [_cached(Path(data) / f"{name}-{scale}-s{seed}.maturity-{steps}.nc", key,
+                   lambda name=name: _maturity_run(name, scale, steps, snapshots, seed, key))
+           for name in tqdm(list(names), desc="training maturity", unit="workload", disable=not progress)]
     return xr.concat(out, "workload", join="outer", combine_attrs="drop_conflicts")
+
+
+def _cached(cache: Path, key: dict, make) -> xr.Dataset:
+    """A study's result for one network, cached as ``cache``: read back while its attributes hold ``key`` (in
+    a frozen folder, the committed fixtures, as it is), else made by ``make()`` and saved; a frozen folder
+    without it is an error, never remade."""
+    data = cache.parent
+    if cache.exists():
+        cached = experiments._load_cached(cache)
+        if frozen(data) or all(cached.attrs.get(k) == v for k, v in key.items()):
+            return cached
+    if frozen(data):
+        raise ValueError(f"{cache}: not among the committed fixtures in {data}; pass another data folder")
+    res = make()
+    res.attrs.update(key)
+    experiments.save_cache(res, cache)
+    return res
 
 
 def _maturity_run(name: str, scale: str | float, steps: int, snapshots: int, seed: int, key: dict) -> xr.Dataset:
@@ -123,36 +131,30 @@ def optimizer(names: Sequence[str] = OPTIMIZER_NETWORKS, scale: str | float = "d
     :class:`~buddylib.workloads.dl.base.Adam`): the final snapshot's effective ratio per compressor (threshold
     30%, targets over the run, as the headline) and the optimizer state's share of the footprint, dims
     (workload, compressor). Cached as ``<name>-<scale>-s<seed>.adam.nc``, reused while the code is the same."""
-    out = []
-    for name in tqdm(list(names), desc="optimizer study", unit="workload", disable=not progress):
-        cache = Path(data) / f"{name}-{scale}-s{seed}.adam.nc"
-        if cache.exists():
-            cached = experiments._load_cached(cache)
-            if frozen(data) or cached.attrs.get("code") == code_version(*ANALYSIS_SOURCES):
-                out.append(cached)
-                continue
-        if frozen(data):
-            raise ValueError(f"{cache}: not among the committed fixtures in {data}; pass another data folder")
-        w = workloads.get(name)
-        if not hasattr(w, "adam"):
-            raise ValueError(f"workload {name!r} does not train (not a DL training workload)")
-        w.adam = True
-        t0 = time.perf_counter()
-        run = w.run(scale, seed=seed, compressors=COMPRESSORS)
-        ds = analyze(run.snapshots, COMPRESSORS, thresholds=[paper.HEADLINE["threshold"]], progress=False)
-        last = ds.isel(snapshot=-1, threshold=0)
-        state = last.allocation_bytes.where(last.kind == "optimizer").sum("allocation")
-        res = xr.Dataset({
-            "effective_ratio": last.effective_ratio.assign_attrs(units="1"),
-            "optimizer_share": (state / last.allocation_bytes.sum("allocation")).assign_attrs(
-                units="1", description="the optimizer state's share of the final snapshot's bytes"),
-        }).drop_vars(["workload", "snapshot", "step", "time", "threshold"], errors="ignore")
-        res.attrs.update(code=code_version(*ANALYSIS_SOURCES), optimizer=str(run.profile.kernels[-1].name),
-                         scale=str(scale), seconds=time.perf_counter() - t0)
-        res = res.expand_dims(workload=[name])
-        experiments.save_cache(res, cache)
-        out.append(res)
+    key = {"code": code_version(*ANALYSIS_SOURCES)}
+    out = [_cached(Path(data) / f"{name}-{scale}-s{seed}.adam.nc", key,
+                   lambda name=name: _adam_run(name, scale, seed))
+           for name in tqdm(list(names), desc="optimizer study", unit="workload", disable=not progress)]
     return xr.concat(out, "workload", join="outer", combine_attrs="drop_conflicts")
+
+
+def _adam_run(name: str, scale: str | float, seed: int) -> xr.Dataset:
+    w = workloads.get(name)
+    if not hasattr(w, "adam"):
+        raise ValueError(f"workload {name!r} does not train (not a DL training workload)")
+    w.adam = True
+    t0 = time.perf_counter()
+    run = w.run(scale, seed=seed, compressors=COMPRESSORS)
+    ds = analyze(run.snapshots, COMPRESSORS, thresholds=[paper.HEADLINE["threshold"]], progress=False)
+    last = ds.isel(snapshot=-1, threshold=0)
+    state = last.allocation_bytes.where(last.kind == "optimizer").sum("allocation")
+    res = xr.Dataset({
+        "effective_ratio": last.effective_ratio.assign_attrs(units="1"),
+        "optimizer_share": (state / last.allocation_bytes.sum("allocation")).assign_attrs(
+            units="1", description="the optimizer state's share of the final snapshot's bytes"),
+    }).drop_vars(["workload", "snapshot", "step", "time", "threshold"], errors="ignore")
+    res.attrs.update(optimizer=str(run.profile.kernels[-1].name), scale=str(scale), seconds=time.perf_counter() - t0)
+    return res.expand_dims(workload=[name])
 
 
 def framework_accounting(names: Sequence[str], scale: str | float = "default", seed: int = 0,
@@ -161,34 +163,29 @@ def framework_accounting(names: Sequence[str], scale: str | float = "default", s
     :mod:`buddylib.workloads.dl.caffe`) beside PyTorch's live set, for the same training step: footprint,
     ideal and effective ratio (BPC-32, threshold 30%, targets over the points), dims (workload, accounting,
     point). Cached as ``<name>-<scale>-s<seed>.caffe.nc``, reused while the code is the same."""
+    key = {"code": code_version(*ANALYSIS_SOURCES)}
+    out = [_cached(Path(data) / f"{name}-{scale}-s{seed}.caffe.nc", key,
+                   lambda name=name: _caffe_run(name, scale, seed))
+           for name in tqdm(list(names), desc="framework accounting", unit="workload", disable=not progress)]
+    return xr.concat(out, "workload", join="outer", combine_attrs="drop_conflicts")
+
+
+def _caffe_run(name: str, scale: str | float, seed: int) -> xr.Dataset:
     from buddylib.workloads.dl import caffe
 
-    out = []
-    for name in tqdm(list(names), desc="framework accounting", unit="workload", disable=not progress):
-        cache = Path(data) / f"{name}-{scale}-s{seed}.caffe.nc"
-        if cache.exists():
-            cached = experiments._load_cached(cache)
-            if frozen(data) or cached.attrs.get("code") == code_version(*ANALYSIS_SOURCES):
-                out.append(cached)
-                continue
-        if frozen(data):
-            raise ValueError(f"{cache}: not among the committed fixtures in {data}; pass another data folder")
-        run = caffe.caffe_run(name, scale, seed, compressors=["bpc32"])
-        at = {"thresholds": [paper.HEADLINE["threshold"]], "progress": False}
-        parts = []
-        for label, snaps, points in (("caffe", run.snapshots, list(run.points)),
-                                     ("pytorch", run.pytorch, ["before_forward", "after_update"])):
-            ds = analyze(snaps, ["bpc32"], **at).sel(compressor="bpc32", drop=True).isel(threshold=0, drop=True)
-            parts.append(xr.Dataset({
-                "footprint": ds.allocation_bytes.sum("allocation"), "ideal_ratio": ds.ideal_ratio_total,
-                "effective_ratio": ds.effective_ratio}).assign_coords(snapshot=points).rename(snapshot="point")
-                .drop_vars(["step", "workload"], errors="ignore").expand_dims(accounting=[label]))
-        res = xr.concat(parts, "accounting", join="outer").reindex(point=list(caffe.POINTS))
-        res = res.expand_dims(workload=[name])
-        res.attrs.update(code=code_version(*ANALYSIS_SOURCES), step=run.step, scale=str(scale))
-        experiments.save_cache(res, cache)
-        out.append(res)
-    return xr.concat(out, "workload", join="outer", combine_attrs="drop_conflicts")
+    run = caffe.caffe_run(name, scale, seed, compressors=["bpc32"])
+    at = {"thresholds": [paper.HEADLINE["threshold"]], "progress": False}
+    parts = []
+    for label, snaps, points in (("caffe", run.snapshots, list(run.points)),
+                                 ("pytorch", run.pytorch, ["before_forward", "after_update"])):
+        ds = analyze(snaps, ["bpc32"], **at).sel(compressor="bpc32", drop=True).isel(threshold=0, drop=True)
+        parts.append(xr.Dataset({
+            "footprint": ds.allocation_bytes.sum("allocation"), "ideal_ratio": ds.ideal_ratio_total,
+            "effective_ratio": ds.effective_ratio}).assign_coords(snapshot=points).rename(snapshot="point")
+            .drop_vars(["step", "workload"], errors="ignore").expand_dims(accounting=[label]))
+    res = xr.concat(parts, "accounting", join="outer").reindex(point=list(caffe.POINTS))
+    res.attrs.update(step=run.step, scale=str(scale))
+    return res.expand_dims(workload=[name])
 
 
 def hpc_scales(names: Sequence[str] | None = None, scales: Sequence[str | float] = ("quick", 32, "default"),
