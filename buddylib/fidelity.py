@@ -51,27 +51,29 @@ def maturity(names: Sequence[str], scale: str | float = "default", steps: int | 
     """
     steps = maturity_steps(scale) if steps is None else int(steps)
     key = {"steps": int(steps), "snapshots": int(snapshots), "code": code_version(*ANALYSIS_SOURCES)}
-    out = [_cached(Path(data) / f"{name}-{scale}-s{seed}.maturity-{steps}.nc", key,
-                   lambda name=name: _maturity_run(name, scale, steps, snapshots, seed, key))
-           for name in tqdm(list(names), desc="training maturity", unit="workload", disable=not progress)]
+    return _study(names, Path(data), f"-{scale}-s{seed}.maturity-{steps}.nc", key,
+                  lambda name: _maturity_run(name, scale, steps, snapshots, seed, key), "training maturity", progress)
+
+
+def _study(names: Sequence[str], data: Path, suffix: str, key: dict, make, desc: str, progress: bool) -> xr.Dataset:
+    """A study's results over ``names``, each network's cached as ``<name><suffix>`` in ``data``: read back while
+    its attributes hold ``key`` (in a frozen folder, the committed fixtures, as it is), else made by
+    ``make(name)`` and saved; a frozen folder without it is an error, never remade. Dims (workload, ...)."""
+    out = []
+    for name in tqdm(list(names), desc=desc, unit="workload", disable=not progress):
+        cache = data / f"{name}{suffix}"
+        if cache.exists():
+            cached = experiments._load_cached(cache)
+            if frozen(data) or all(cached.attrs.get(k) == v for k, v in key.items()):
+                out.append(cached)
+                continue
+        if frozen(data):
+            raise ValueError(f"{cache}: not among the committed fixtures in {data}; pass another data folder")
+        res = make(name)
+        res.attrs.update(key)
+        experiments.save_cache(res, cache)
+        out.append(res)
     return xr.concat(out, "workload", join="outer", combine_attrs="drop_conflicts")
-
-
-def _cached(cache: Path, key: dict, make) -> xr.Dataset:
-    """A study's result for one network, cached as ``cache``: read back while its attributes hold ``key`` (in
-    a frozen folder, the committed fixtures, as it is), else made by ``make()`` and saved; a frozen folder
-    without it is an error, never remade."""
-    data = cache.parent
-    if cache.exists():
-        cached = experiments._load_cached(cache)
-        if frozen(data) or all(cached.attrs.get(k) == v for k, v in key.items()):
-            return cached
-    if frozen(data):
-        raise ValueError(f"{cache}: not among the committed fixtures in {data}; pass another data folder")
-    res = make()
-    res.attrs.update(key)
-    experiments.save_cache(res, cache)
-    return res
 
 
 def _maturity_run(name: str, scale: str | float, steps: int, snapshots: int, seed: int, key: dict) -> xr.Dataset:
@@ -131,11 +133,8 @@ def optimizer(names: Sequence[str] = OPTIMIZER_NETWORKS, scale: str | float = "d
     :class:`~buddylib.workloads.dl.base.Adam`): the final snapshot's effective ratio per compressor (threshold
     30%, targets over the run, as the headline) and the optimizer state's share of the footprint, dims
     (workload, compressor). Cached as ``<name>-<scale>-s<seed>.adam.nc``, reused while the code is the same."""
-    key = {"code": code_version(*ANALYSIS_SOURCES)}
-    out = [_cached(Path(data) / f"{name}-{scale}-s{seed}.adam.nc", key,
-                   lambda name=name: _adam_run(name, scale, seed))
-           for name in tqdm(list(names), desc="optimizer study", unit="workload", disable=not progress)]
-    return xr.concat(out, "workload", join="outer", combine_attrs="drop_conflicts")
+    return _study(names, Path(data), f"-{scale}-s{seed}.adam.nc", {"code": code_version(*ANALYSIS_SOURCES)},
+                  lambda name: _adam_run(name, scale, seed), "optimizer study", progress)
 
 
 def _adam_run(name: str, scale: str | float, seed: int) -> xr.Dataset:
@@ -163,11 +162,8 @@ def framework_accounting(names: Sequence[str], scale: str | float = "default", s
     :mod:`buddylib.workloads.dl.caffe`) beside PyTorch's live set, for the same training step: footprint,
     ideal and effective ratio (BPC-32, threshold 30%, targets over the points), dims (workload, accounting,
     point). Cached as ``<name>-<scale>-s<seed>.caffe.nc``, reused while the code is the same."""
-    key = {"code": code_version(*ANALYSIS_SOURCES)}
-    out = [_cached(Path(data) / f"{name}-{scale}-s{seed}.caffe.nc", key,
-                   lambda name=name: _caffe_run(name, scale, seed))
-           for name in tqdm(list(names), desc="framework accounting", unit="workload", disable=not progress)]
-    return xr.concat(out, "workload", join="outer", combine_attrs="drop_conflicts")
+    return _study(names, Path(data), f"-{scale}-s{seed}.caffe.nc", {"code": code_version(*ANALYSIS_SOURCES)},
+                  lambda name: _caffe_run(name, scale, seed), "framework accounting", progress)
 
 
 def _caffe_run(name: str, scale: str | float, seed: int) -> xr.Dataset:
