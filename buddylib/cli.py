@@ -345,6 +345,8 @@ def _summaries(args: argparse.Namespace) -> int:
 def _reproduce(args: argparse.Namespace) -> int:
     from buddylib import reproduce
 
+    if args.scheduler not in (None, "serial"):
+        _client(args.scheduler).close()  # now, not after the benchmark's minutes
     index = reproduce.run(Path(args.out), bench_mib=args.bench_mib, data=Path(args.data), regenerate=args.regenerate,
                           scheduler=args.scheduler)
     print(f"wrote {index}")
@@ -453,8 +455,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--data", default="data", help="where workload snapshots are cached (default data)")
     r.add_argument("--regenerate", action="store_true", help="rerun workloads even if their snapshots exist")
     r.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="dask scheduler for the parallel steps (default: a local cluster, one worker per core; "
-                        "'serial': one task after another in this process)")
+                   help="dask scheduler for the parallel steps, e.g. tcp://host:8786, its workers started from this "
+                        "checkout with NUMBA_NUM_THREADS=1 and --nthreads 1 (see README) (default: a local cluster, "
+                        "one worker per core; 'serial': one task after another in this process)")
     r.set_defaults(func=_reproduce)
     return parser
 

@@ -87,9 +87,9 @@ def execute(task: Task, data: str, seed: int = 0, notebook_args: dict[str, Any] 
 
 def run_all(tasks: Sequence[Task], data: str | Path, scheduler: str | None = None, seed: int = 0,
             desc: str = "tasks", notebook_args: dict[str, Any] | None = None) -> dict[str, float]:
-    """Every task, on ``scheduler`` (None: a local cluster of one worker per core; "serial": here, in
-    order; else a scheduler address). A progress bar counts them as they finish and names the running
-    ones with their seconds so far. Returns seconds per task."""
+    """Every task, on ``scheduler`` (None: a local cluster of one worker per core; "serial": here; else a
+    scheduler address), started in the order given. A progress bar counts them as they finish and names the
+    running ones with their seconds so far. Returns seconds per task."""
     data = str(Path(data).resolve())
     if not tasks:
         return {}
@@ -98,25 +98,45 @@ def run_all(tasks: Sequence[Task], data: str | Path, scheduler: str | None = Non
         if scheduler == "serial":
             for t in tasks:
                 progress.running([t.label])
-                label, times[label] = execute(t, data, seed, notebook_args)
+                with _named(t.label):
+                    label, times[label] = execute(t, data, seed, notebook_args)
                 progress.finished(label)
             return times
         progress.note = "starting workers"
         with _client(scheduler) as client:
             progress.note = ""
-            futures = {client.submit(execute, t, data, seed, notebook_args, pure=False, key=f"{t.label}-{id(t)}"): t
-                       for t in tasks}
+            futures = _submit(client, execute, tasks, data, seed, notebook_args)
             labels = {f.key: t.label for f, t in futures.items()}
             pending = set(futures)
             while pending:
                 for fut in [f for f in pending if f.done()]:
-                    label, times[label] = fut.result()  # a failed task raises here, naming its error
+                    with _named(futures[fut].label):  # a failed task raises here, with its error
+                        label, times[label] = fut.result()
                     pending.discard(fut)
                     progress.finished(label)
                 progress.running([labels[k] for keys in _ask(client, _executing).values() for k in keys
                                   if k in labels and labels[k] not in times])
                 time.sleep(0.5 if pending else 0)
     return times
+
+
+def _submit(client: Any, fn: Any, tasks: Sequence[Task], *args: Any) -> dict[Any, Task]:
+    """``fn(task, *args)`` for every task, to be started in the order given (the longest first): without a
+    priority dask starts tasks submitted together in an order of its own (for make reproduce's, mostly the
+    reverse), and a long task started last leaves the other workers idle at the end."""
+    return {client.submit(fn, t, *args, pure=False, key=f"{t.label}-{id(t)}", priority=len(tasks) - i): t
+            for i, t in enumerate(tasks)}
+
+
+@contextlib.contextmanager
+def _named(label: str) -> Iterator[None]:
+    """A task's error, raised with the task's name added: the error alone ('unknown workload ...', a
+    notebook's cell error) does not say which of dozens of tasks on which cluster raised it."""
+    try:
+        yield
+    except Exception as exc:
+        exc.add_note(f"in task {label} of make reproduce")
+        raise
 
 
 def _ask(client: Any, fn: Any) -> dict[str, Any]:
@@ -130,16 +150,40 @@ def _ask(client: Any, fn: Any) -> dict[str, Any]:
 
 
 def _in_child(fn: Any, *args: Any) -> Any:
-    """``fn(*args)`` in a new process: a paper-scale run holds gigabytes, which the allocator keeps in a
+    """``fn(*args)`` in a new Python process: a paper-scale run holds gigabytes, which the allocator keeps in a
     long-lived worker after the run ends (a worker at 13.7 GB after the paper-scale BigLSTM and ResNet-50 ran
-    in it was killed for memory); a child gives them back when it exits."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    in it was killed for memory); a child gives them back when it exits. A plain subprocess, not
+    ``multiprocessing``: a worker started by ``dask worker`` is a daemonic process, which multiprocessing
+    forbids to have children. ``fn``, its arguments and its result or error travel pickled through a file."""
+    import pickle
+    import subprocess
+    import sys
+    import tempfile
 
-    if multiprocessing.current_process().daemon:  # a daemonic worker (dask's default) may not start children
-        return fn(*args)
-    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return pool.submit(fn, *args).result()
+    with tempfile.TemporaryDirectory(prefix="buddylib-child-") as tmp:
+        box = Path(tmp) / "call.pickle"
+        box.write_bytes(pickle.dumps((fn, args)))
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}  # where this process found fn
+        done = subprocess.run([sys.executable, "-c", _CHILD, str(box)], env=env, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"{getattr(fn, '__qualname__', fn)}{args} in a child process: exit status "
+                               f"{done.returncode} (killed for memory if -9)")
+        ok, out = pickle.loads(box.read_bytes())
+    if not ok:
+        raise out
+    return out
+
+
+_CHILD = """import pickle, sys
+with open(sys.argv[1], "rb") as f:
+    fn, args = pickle.load(f)
+try:
+    out = (True, fn(*args))
+except Exception as exc:
+    out = (False, exc)
+with open(sys.argv[1], "wb") as f:
+    pickle.dump(out, f)
+"""
 
 
 def _executing(dask_worker: Any) -> list[str]:
@@ -197,23 +241,38 @@ class _Progress:
 
 @contextlib.contextmanager
 def _client(scheduler: str | None) -> Iterator[Any]:
-    """A dask client: to ``scheduler`` if given, else to a local cluster of single-threaded worker
-    processes (one per core; numba and the math libraries limited to one thread each, so workers do not
-    oversubscribe the cores)."""
-    import dask
-    from distributed import Client, LocalCluster
+    """A dask client: to ``scheduler`` if given, else to :func:`local_cluster` with a worker per core."""
+    from distributed import Client
 
     if scheduler:
         with Client(scheduler, timeout="10s") as client:
             yield client
         return
-    single = {k: "1" for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
-    with _environ_kept(), dask.config.set({"distributed.nanny.pre-spawn-environ": single,
-                                           "distributed.worker.daemon": False,
-                                           "distributed.scheduler.worker-saturation": 1.0}), \
-            LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True, memory_limit=0,
-                         dashboard_address=None) as cluster, Client(cluster) as client:
+    with local_cluster(os.cpu_count() or 1) as cluster, Client(cluster) as client:
         yield client
+
+
+#: The environment of a worker process: numba and the math libraries limited to one thread each, so that
+#: single-threaded workers, one per core, do not oversubscribe the cores. Workers started with dask's
+#: command line get it from their own environment (``NUMBA_NUM_THREADS=1 dask worker ...``; dask's nanny
+#: already sets the other three).
+SINGLE_THREADED = {k: "1" for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                                    "OPENBLAS_NUM_THREADS")}
+
+
+@contextlib.contextmanager
+def local_cluster(n_workers: int) -> Iterator[Any]:
+    """A dask ``LocalCluster`` of ``n_workers`` single-threaded worker processes with the
+    :data:`SINGLE_THREADED` environment, the scheduler giving a worker one task at a time (the rest wait
+    at the scheduler for whichever worker is free first, so the longest, submitted first, start first)."""
+    import dask
+    from distributed import LocalCluster
+
+    with _environ_kept(), dask.config.set({"distributed.nanny.pre-spawn-environ": SINGLE_THREADED,
+                                           "distributed.scheduler.worker-saturation": 1.0}), \
+            LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, memory_limit=0,
+                         dashboard_address=None) as cluster:
+        yield cluster
 
 
 @contextlib.contextmanager

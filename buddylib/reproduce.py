@@ -161,8 +161,9 @@ def run_notebooks(out: Path, data: Path, scale: str, names: list[str] | None, on
     books = notebook_paths(only)
     tasks = sorted((pipeline.Task("notebook", str(nb), scale, (last or {}).get(f"notebook {nb.stem}", 0.0))
                     for nb in books), key=lambda t: -t.cost)
-    seconds = pipeline.run_all(tasks, data, scheduler, desc="notebooks",
-                               notebook_args={"out": str(out), "data": str(data), "scale": scale, "names": names})
+    seconds = pipeline.run_all(tasks, data, scheduler, desc="notebooks",  # absolute: a worker's folder is its own
+                               notebook_args={"out": str(out.resolve()), "data": str(data.resolve()), "scale": scale,
+                                              "names": names})
     return [{"notebook": nb.stem, "seconds": seconds.get(f"notebook:{nb.stem}", np.nan),
              "files": sorted(p.name for p in (out / nb.stem).glob("*")) if (out / nb.stem).exists() else []}
             for nb in books]

@@ -4,22 +4,86 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 import xarray as xr
 
-from buddylib import pipeline
+from buddylib import pipeline, reproduce
 
 
-def test_cluster_and_serial_give_identical_results(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def cli_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A scheduler and two single-threaded workers started with dask's command line in a folder of their own,
+    as a user starts them on a cluster (with numba single-threaded, as the README says); yields the address.
+    Every process group it started is ended afterwards, whatever the tests did. The workers can import this
+    module, for the functions it sends them."""
+    folder = tmp_path_factory.mktemp("cluster")
+    dask = Path(sys.executable).with_name("dask")
+    if not dask.exists():
+        pytest.skip(f"dask's command line is not installed beside {sys.executable}")
+    here = str(Path(__file__).parents[__name__.count(".")])  # the folder this module is imported from
+    env = {**os.environ, "NUMBA_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])}
+    procs: list[subprocess.Popen] = []
+    log = folder / "cluster.log"
+
+    def start(*args: str) -> None:
+        with log.open("a") as out:
+            procs.append(subprocess.Popen([str(dask), *args], cwd=folder, env=env, stdout=out,
+                                          stderr=subprocess.STDOUT, start_new_session=True))
+
+    try:
+        start("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", "scheduler.json")
+        info = folder / "scheduler.json"
+        deadline = time.monotonic() + 60
+        while not info.exists() and procs[0].poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(0.2)  # the file is written whole, but give a slow disk its moment
+        if not info.exists():
+            pytest.skip(f"dask scheduler did not start: {log.read_text()[-2000:]}")
+        address = json.loads(info.read_text())["address"]
+        for _ in range(2):
+            start("worker", address, "--nthreads", "1", "--no-dashboard")
+        from distributed import Client
+
+        with Client(address, timeout="30s") as client:
+            client.wait_for_workers(2, timeout=180)
+        yield address
+    finally:
+        for p in procs:
+            with_group(p, signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                with_group(p, signal.SIGKILL)
+                p.wait()
+
+
+def with_group(p: subprocess.Popen, sig: int) -> None:
+    """Send ``sig`` to the process group ``p`` leads (a worker's nanny and the worker it started)."""
+    try:
+        os.killpg(p.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def test_cli_cluster_and_serial_give_identical_results(cli_cluster: str, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs and sweeps made by workers of a cluster started with dask's command line are those made here,
+    one after another; a notebook runs there too; relative folders mean folders here, not the workers'."""
+    monkeypatch.chdir(tmp_path)
     tasks = pipeline.generation_tasks("quick", ["ostencil", "squeezenet"])
     assert [t.label for t in tasks] == ["run:squeezenet@quick", "run:ostencil@quick"]  # the longest first
-    serial = pipeline.run_all(tasks, tmp_path / "serial", scheduler="serial")
-    environ = dict(os.environ)
-    parallel = pipeline.run_all(tasks, tmp_path / "cluster")  # a local cluster, one worker per core
-    # the workers' single-thread settings stay theirs: numba in this process re-reads os.environ at every compile
-    assert dict(os.environ) == environ
-    assert set(serial) == set(parallel) == {t.label for t in tasks}
+    serial = pipeline.run_all(tasks, Path("serial"), scheduler="serial")
+    cluster = pipeline.run_all(tasks, Path("cluster"), scheduler=cli_cluster)
+    assert set(serial) == set(cluster) == {t.label for t in tasks}
     for name in ("ostencil", "squeezenet"):
         stem = f"{name}-quick-s0"
         digests = [json.loads((tmp_path / d / f"{stem}.profile.json").read_text())["digest"]
@@ -27,6 +91,60 @@ def test_cluster_and_serial_give_identical_results(tmp_path: Path) -> None:
         assert digests[0] == digests[1]
         sweeps = [xr.open_dataset(tmp_path / d / f"{stem}.slowdown-t0.3.nc").load() for d in ("serial", "cluster")]
         xr.testing.assert_identical(sweeps[0], sweeps[1])
+    executed = reproduce.run_notebooks(Path("reports"), Path("cluster"), "quick", ["ostencil"], ["02_hpc_ratios"],
+                                       cli_cluster)
+    assert executed[0]["notebook"] == "02_hpc_ratios" and executed[0]["seconds"] > 0
+    assert (tmp_path / "reports/notebooks/02_hpc_ratios.html").stat().st_size > 0
+    assert "hpc_ratios.png" in executed[0]["files"]
+
+
+def test_a_failed_task_is_named(cli_cluster: str, tmp_path: Path) -> None:
+    """A task's error reaches the caller as itself, with the task's name, here and from a cluster's worker."""
+    bad = [pipeline.Task("run", "nosuch", "quick", 1.0)]
+    for scheduler in ("serial", cli_cluster):
+        with pytest.raises(ValueError, match="unknown workload 'nosuch'") as err:
+            pipeline.run_all(bad, tmp_path, scheduler=scheduler)
+        assert "in task run:nosuch@quick of make reproduce" in err.value.__notes__
+
+
+def test_cli_workers_answer_the_progress_bar_and_start_children(cli_cluster: str) -> None:
+    """dask's command line starts daemonic workers, which multiprocessing forbids to have children: a
+    paper-scale run's child process starts there all the same; the progress bar's question reaches each."""
+    import operator
+
+    from distributed import Client
+
+    with Client(cli_cluster) as client:
+        assert sorted(client.run(_daemonic).values()) == [True, True]
+        assert list(pipeline._ask(client, pipeline._executing).values()) == [[], []]
+        child = client.submit(pipeline._in_child, os.getpid, pure=False).result()
+        assert child not in client.run(os.getpid).values()
+        assert client.submit(pipeline._in_child, operator.mul, 6, 7).result() == 42
+        with pytest.raises(ZeroDivisionError):
+            client.submit(pipeline._in_child, operator.truediv, 1, 0).result()
+
+
+def test_tasks_start_in_the_order_given() -> None:
+    """The longest first, as given: dask's own order for tasks submitted together is another (mostly the reverse
+    for these), which left a long task to the end with the other workers idle. One worker, so the order shows."""
+    from distributed import Client
+
+    from buddylib import workloads
+
+    tasks = [pipeline.Task("run", n, "quick", 1.0) for n in workloads.names("hpc")]
+    with pipeline.local_cluster(1) as cluster, Client(cluster) as client:
+        starts = [f.result() for f in pipeline._submit(client, _started, tasks)]
+    assert starts == sorted(starts)
+
+
+def _started(task: pipeline.Task) -> float:
+    return time.time()
+
+
+def _daemonic() -> bool:
+    import multiprocessing
+
+    return multiprocessing.current_process().daemon
 
 
 def test_progress_names_the_running_tasks() -> None:
@@ -47,6 +165,7 @@ def test_running_means_executing_not_assigned() -> None:
     """The scheduler assigns every ready task to a worker at once; only those a worker executes are running."""
     import time
 
+    environ = dict(os.environ)
     with pipeline._client(None) as client:
         workers = len(client.scheduler_info()["workers"])
         futures = [client.submit(time.sleep, 3, pure=False) for _ in range(3 * workers)]
@@ -55,6 +174,8 @@ def test_running_means_executing_not_assigned() -> None:
         assigned = [k for keys in client.processing().values() for k in keys]
         assert 1 <= len(executing) <= workers < len(assigned)
         client.cancel(futures)
+    # the workers' single-thread settings stay theirs: numba in this process re-reads os.environ at every compile
+    assert dict(os.environ) == environ
 
 
 def test_a_worker_going_away_does_not_end_the_run_and_paper_runs_give_their_memory_back() -> None:
@@ -71,3 +192,4 @@ def test_a_worker_going_away_does_not_end_the_run_and_paper_runs_give_their_memo
 
     assert pipeline._ask(Dying(), pipeline._executing) == {}
     assert pipeline._in_child(operator.mul, 6, 7) == 42
+    assert pipeline._in_child(os.getpid) != os.getpid()
