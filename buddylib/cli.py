@@ -323,22 +323,25 @@ def _fixtures(args: argparse.Namespace) -> int:
 def _summaries(args: argparse.Namespace) -> int:
     from buddylib import summaries
 
-    folder = Path(args.folder) if args.folder else summaries.FOLDER
+    folder = Path(args.folder) if args.folder else None
     names = args.names or None
+    studies = args.study or tuple(summaries.STUDIES)
     if args.check:
         import pandas as pd
 
-        report = summaries.check(names, args.scale, folder=folder)
+        report = summaries.check(names, args.scale, folder=folder, studies=studies)
         with pd.option_context("display.width", 200, "display.max_colwidth", 60):
             print(report.to_string())
-        bad = [f"{n}@{s}" for n, s in report.index[~report.ok]]
-        print(f"{len(report) - len(bad)} of {len(report)} identical bit for bit (byte digests and histograms)"
+        bad = [f"{n}@{s}" + ("" if st == "run" else f" {st}") for n, s, st in report.index[~report.ok]]
+        print(f"{len(report) - len(bad)} of {len(report)} identical bit for bit (HPC: byte digests and histograms) "
+              f"or within the tolerance (DL: ratios within {summaries.DL_TOLERANCE:g} relative, studies "
+              f"{summaries.STUDY_TOLERANCE:g})"
               + (f"; differ: {', '.join(bad)}" if bad else ""))
         return 1 if bad else 0
-    for p in summaries.generate(names, args.scale, folder=folder):
+    for p in summaries.generate(names, args.scale, folder=folder, studies=studies):
         s = summaries.load(p)
-        print(f"{s['workload']} at {s['scale']}: {s['seconds']:.0f} s, peak {s['peak_rss_bytes'] / 2**30:.1f} GiB "
-              f"-> {p}")
+        print(f"{s['workload']} at {s['scale']}{'' if s.get('study', 'run') == 'run' else ' ' + s['study']}: "
+              f"{s['seconds']:.0f} s, peak {s['peak_rss_bytes'] / 2**30:.1f} GiB -> {p}")
     return 0
 
 
@@ -431,19 +434,26 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--folder", default=None, help="fixture folder (default data/fixtures/quick of this checkout)")
     f.set_defaults(func=_fixtures)
 
-    m = sub.add_parser("summaries", help="remake (or --check) the committed gigabyte-scale HPC sector histograms",
-                       description="Run the HPC proxies at gigabyte scale (one after another, each in its own "
-                                   "process) and write their committed summaries (per snapshot, allocation and "
-                                   "compressor the sector histogram, with the run's byte digest and code digest) "
-                                   "into data/summaries/hpc; or with --check remake them in a temporary folder and "
-                                   "compare bit for bit. An hour or more per scale on two cores.")
-    m.add_argument("names", nargs="*", metavar="NAME", help="HPC proxies (default: all)")
+    m = sub.add_parser("summaries", help="remake (or --check) the committed summaries of the slow studies",
+                       description="Run the slow studies that make reproduce reads instead of running: the HPC "
+                                   "proxies at gigabyte scale, the paper's six networks at paper scale, the "
+                                   "training-maturity study (one after another, each in its own process), and "
+                                   "write their committed summaries into data/summaries (per snapshot, allocation "
+                                   "and compressor the sector histogram, or the study's result, with the code "
+                                   "digest, date and machine that made them); or with --check remake them in a "
+                                   "temporary folder and compare: HPC bit for bit, DL ratios within a tolerance. "
+                                   "An hour or more per HPC scale, about half an hour for the DL ones, on two cores.")
+    m.add_argument("names", nargs="*", metavar="NAME",
+                   help="workloads (default: every HPC proxy and the paper's six networks)")
     m.add_argument("--scale", nargs="+", default=None, metavar="SCALE",
-                   help="scales: large (1 GiB) and/or a footprint in MiB, e.g. 4096 (default: every committed one, "
-                        "and large)")
+                   help="scales: large (1 GiB), paper, default and/or a footprint in MiB, e.g. 4096 (default: "
+                        "every committed HPC one and large; paper for the networks, default for maturity)")
+    m.add_argument("--study", nargs="+", default=None, choices=["run", "maturity"],
+                   help="which summaries: the runs and/or the maturity study (default both)")
     m.add_argument("--check", action="store_true",
                    help="compare a fresh run with the committed summaries; write nothing")
-    m.add_argument("--folder", default=None, help="summary folder (default data/summaries/hpc of this checkout)")
+    m.add_argument("--folder", default=None,
+                   help="summary folder (default data/summaries/hpc and data/summaries/dl of this checkout)")
     m.set_defaults(func=_summaries)
 
     r = sub.add_parser("reproduce", help="run the main job into reports/ with an index",

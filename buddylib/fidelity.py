@@ -40,19 +40,54 @@ def maturity_steps(scale: str | float) -> int:
 
 
 def maturity(names: Sequence[str], scale: str | float = "default", steps: int | None = None, snapshots: int = 9,
-             seed: int = 0, data: str | Path = "data", progress: bool = True) -> xr.Dataset:
+             seed: int = 0, data: str | Path = "data", progress: bool = True,
+             summary_folder: str | Path | bool | None = None) -> xr.Dataset:
     """Compressibility against training step, over a run ``steps`` long: dims (workload, snapshot).
 
     Per snapshot: ``step``; the activations' bytes, share of zero elements and ideal ratio per
     compressor; the whole snapshot's ideal and effective ratio (BPC-32, threshold 30%, each snapshot
-    placed as if it were the only one: the oracle policy). Cached as
-    ``<name>-<scale>-s<seed>.maturity-<steps>.nc``, reused while parameters and code are the same.
-    ``steps`` defaults to :func:`maturity_steps`.
+    placed as if it were the only one: the oracle policy). ``steps`` defaults to :func:`maturity_steps`.
+
+    A network whose study is committed at this scale, steps and snapshots (:mod:`buddylib.summaries`: the
+    study CNNs at default scale, 480 steps, minutes each) is read from it, never run; ``summary_folder``:
+    where (default the committed ``data/summaries/dl``; ``False`` never reads one). The others are cached as
+    ``<name>-<scale>-s<seed>.maturity-<steps>.nc``, reused while parameters and code are the same. Per
+    workload, ``source`` says which ("summary" or "run"), ``code`` the digest of the code that made it and
+    ``code_current`` whether it is this checkout's.
     """
     steps = maturity_steps(scale) if steps is None else int(steps)
-    key = {"steps": int(steps), "snapshots": int(snapshots), "code": code_version(*ANALYSIS_SOURCES)}
-    return _study(names, Path(data), f"-{scale}-s{seed}.maturity-{steps}.nc", key,
-                  lambda name: _maturity_run(name, scale, steps, snapshots, seed, key), "training maturity", progress)
+    key = maturity_key(steps, snapshots)
+    kept = {n: r for n in names if (r := _maturity_summary(n, scale, seed, key, summary_folder)) is not None}
+    rest = [n for n in names if n not in kept]
+    if rest:
+        ran = _study(rest, Path(data), f"-{scale}-s{seed}.maturity-{steps}.nc", key,
+                     lambda name: maturity_run(name, scale, seed, key), "training maturity", progress)
+        code = str(ran.attrs.get("code", ""))
+        ran = ran.assign(source=("workload", ["run"] * len(rest)), code=("workload", [code] * len(rest)),
+                         code_current=("workload", [code == key["code"]] * len(rest)),
+                         date=("workload", [""] * len(rest)))
+        kept |= {n: ran.sel(workload=[n]) for n in rest}
+    parts = [kept[n] for n in names]
+    return parts[0] if len(parts) == 1 else xr.concat(parts, "workload", join="outer",
+                                                      combine_attrs="drop_conflicts")
+
+
+def _maturity_summary(name: str, scale: str | float, seed: int, key: dict,
+                      folder: str | Path | bool | None) -> xr.Dataset | None:
+    """``name``'s committed maturity study where one matches ``key``'s steps and snapshots, else None."""
+    from buddylib import summaries
+
+    if folder is False or seed != summaries.SEED:
+        return None
+    ds = summaries.study(name, scale, seed, None if folder is True else folder, "maturity", current=key["code"])
+    if ds is None or (int(ds.attrs["steps"]), int(ds.attrs["snapshots"])) != (key["steps"], key["snapshots"]):
+        return None
+    return ds
+
+
+def maturity_key(steps: int, snapshots: int = 9) -> dict:
+    """What a maturity result depends on: its steps and snapshots, and the code of the runs and the analysis."""
+    return {"steps": int(steps), "snapshots": int(snapshots), "code": code_version(*ANALYSIS_SOURCES)}
 
 
 def _study(names: Sequence[str], data: Path, suffix: str, key: dict, make, desc: str, progress: bool) -> xr.Dataset:
@@ -76,7 +111,9 @@ def _study(names: Sequence[str], data: Path, suffix: str, key: dict, make, desc:
     return xr.concat(out, "workload", join="outer", combine_attrs="drop_conflicts")
 
 
-def _maturity_run(name: str, scale: str | float, steps: int, snapshots: int, seed: int, key: dict) -> xr.Dataset:
+def maturity_run(name: str, scale: str | float, seed: int, key: dict) -> xr.Dataset:
+    """One network's maturity result, made here (``key``: :func:`maturity_key`), uncached."""
+    steps, snapshots = key["steps"], key["snapshots"]
     w = workloads.get(name)
     if not hasattr(w, "train_steps"):
         raise ValueError(f"workload {name!r} does not train (not a DL training workload)")
@@ -112,19 +149,55 @@ def _maturity_run(name: str, scale: str | float, steps: int, snapshots: int, see
 
 
 def paper_scale(names: Sequence[str] = PAPER_NETWORKS, seed: int = 0, data: str | Path = "data",
-                scale: str = "paper", progress: bool = True) -> xr.Dataset:
+                scale: str = "paper", progress: bool = True,
+                summary_folder: str | Path | bool | None = None) -> xr.Dataset:
     """The CNNs as published (``scale="paper"``: widths, 224x224, the recipes' batches): final snapshot's
-    ratios per compressor and per tensor kind, the activations' share of the footprint, and the batch."""
-    ds = experiments.final(experiments.workload_ratios(names, scale, seed, data, compressors=COMPRESSORS,
-                                                       progress=progress))
+    ratios per compressor and per tensor kind, the activations' share of the footprint, and the batch.
+
+    A network whose run at ``scale`` is committed as sector histograms (:mod:`buddylib.summaries`: the six at
+    paper scale, minutes and gigabytes each) is read from them, never run; ``summary_folder``: where (default
+    the committed ``data/summaries/dl``; ``False`` never reads them). The others are runs in ``data``. Per
+    workload, ``source`` says which ("summary" or "run"), ``code`` the digest of the workload code that made
+    it and ``code_current`` whether it is this checkout's.
+    """
+    from buddylib import summaries
+
+    folder = None if summary_folder is True else summary_folder
+    kept = [n for n in names if folder is not False and seed == summaries.SEED
+            and summaries.path(n, scale, seed, folder).is_file()]
+    parts = []
+    if kept:
+        parts.append(summaries.workload_ratios(kept, scale, seed, folder, thresholds=experiments.THRESHOLDS,
+                                               compressors=COMPRESSORS))
+    runs = [n for n in names if n not in kept]
+    if runs:
+        ds = experiments.workload_ratios(runs, scale, seed, data, compressors=COMPRESSORS, progress=progress)
+        made = [_run_code(n, scale, seed, data) for n in runs]
+        parts.append(ds.assign(code=("workload", made), date=("workload", [""] * len(runs)),
+                               source=("workload", ["run"] * len(runs)),
+                               code_current=("workload", [c == workloads.get(n).code() for n, c in zip(runs, made,
+                                                                                                      strict=True)])))
+    ds = parts[0] if len(parts) == 1 else xr.concat(parts, "workload", join="outer", coords="different",
+                                                    compat="equals", combine_attrs="drop_conflicts")
+    ds = experiments.final(ds.sel(workload=list(names)))
     share = ds.kind_bytes.sel(kind="activations") / ds.footprint
     ds["activation_share"] = share.assign_attrs(units="1", description="activations' share of the footprint")
+    ds["source"].attrs.update(description="run: a run in the data folder; summary: the committed sector histograms "
+                                          "(data/summaries/dl, buddy summaries --check)")
     if scale == "paper":
         cfg = {n: workloads.get(n).PAPER for n in ds.workload.values}
         ds["batch"] = ("workload", [cfg[n]["batch"] for n in ds.workload.values], {"units": "samples"})
         ds["recipe_batch"] = ("workload", [cfg[n]["recipe"] or 0 for n in ds.workload.values],
                               {"units": "samples", "description": "the original recipe's batch (0: none stated)"})
     return ds
+
+
+def _run_code(name: str, scale: str | float, seed: int, data: str | Path) -> str:
+    """The code digest a cached run's profile records (that of the workload code that made it)."""
+    import json
+
+    profile = workloads.cached_run(name, scale, seed, data).with_suffix(".profile.json")
+    return str(json.loads(profile.read_text()).get("code", ""))
 
 
 def optimizer(names: Sequence[str] = OPTIMIZER_NETWORKS, scale: str | float = "default", seed: int = 0,

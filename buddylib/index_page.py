@@ -29,6 +29,8 @@ FIDELITY_TABLES = (("DL effective ratio (mean of the paper's six networks)", "dl
                    ("HPC slowdown, %", "slowdown_hpc_attribution.csv"),
                    ("DL slowdown, %", "slowdown_dl_attribution.csv"))
 RESULTS_FILE = "index.json"
+#: The benchmark size its speed targets are stated at (``make bench``).
+BENCH_TARGET_MIB = 256
 
 
 @dataclass
@@ -56,11 +58,13 @@ class Results:
     extra_ratio: dict[str, float] = field(default_factory=dict)  # beyond the paper
     batch_gain: dict[str, float] = field(default_factory=dict)  # largest batch, Buddy / uncompressed (nb 07)
     fidelity: dict[str, pd.DataFrame] = field(default_factory=dict)  # file name -> attribution table
+    # the committed summaries this run read instead of running (buddylib.summaries.provenance): one row each
+    summaries: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def save(self, path: Path) -> Path:
         """Write as JSON (floats round-trip exactly)."""
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        for name in ("hpc_table", "slowdown_table"):
+        for name in ("hpc_table", "slowdown_table", "summaries"):
             data[name] = _frame_json(data[name])
         data["fidelity"] = {k: _frame_json(v) for k, v in self.fidelity.items()}
         path.write_text(json.dumps(data, indent=1, default=_plain))
@@ -71,6 +75,8 @@ class Results:
         data = json.loads(Path(path).read_text())
         for name in ("hpc_table", "slowdown_table"):
             data[name] = _frame(data[name])
+        if "summaries" in data:  # absent from an index written before the summaries were listed
+            data["summaries"] = _frame(data["summaries"])
         data["fidelity"] = {k: _frame(v) for k, v in data.get("fidelity", {}).items()}
         return cls(**data)
 
@@ -94,6 +100,7 @@ def markdown(r: Results, out: Path) -> str:
     lines += _results(r)
     lines += _gallery(r, out)
     lines += _fidelity(r, out)
+    lines += _summaries(r)
     lines += ["", "## HPC workloads", "",
               *_figure(out, "02_hpc_ratios/hpc_ratios.png", "HPC effective and ideal ratios (notebook 02)"),
               *_table(r.hpc_table, 3), "",
@@ -105,6 +112,9 @@ def markdown(r: Results, out: Path) -> str:
                        "slowdown and its sensitivity (notebook 05)"),
               *_table(r.slowdown_table, 2), "",
               "## Compressors on built-in data", ""]
+    lines += [f"The benchmark of this run used {r.bench_mib} MiB per data kind; its speed targets are stated at "
+              f"{BENCH_TARGET_MIB} MiB, which `make bench` runs (a smaller size in `make reproduce` keeps the main "
+              "job short; its speeds are noisier).", ""]
     lines += [f"- BPC-32 ideal ratio on {kind} data ({r.bench_mib} MiB): {ratio:.2f}x"
               for kind, ratio in r.bpc_ratio.items()]
     lines += ["", "![compressor benchmark](bench/bench.png)", "",
@@ -223,6 +233,22 @@ def _fidelity(r: Results, out: Path) -> list[str]:
                   for f, row in r.fidelity[name].iterrows()]
         lines.append("")
     return lines
+
+
+def _summaries(r: Results) -> list[str]:
+    """Which numbers were read from committed summaries of slow studies, not computed by this run, and the
+    code digest, date and machine that made each (``buddy summaries --check`` remakes and compares them)."""
+    if r.summaries.empty:
+        return []
+    stale = int((~r.summaries["code current"].astype(bool)).sum())
+    return ["", "## Numbers read from committed summaries", "",
+            f"These {len(r.summaries)} results are too slow to run in every `make reproduce`; this run read them "
+            "from `data/summaries/` (committed sector histograms and study results), as notebook 09 does. Every "
+            "other number on this page was computed by this run. `make reproduce-paper` remakes them and "
+            "`make check-paper` compares a fresh run with them (HPC bit for bit, DL within a stated tolerance). "
+            + ("Each was made by this checkout's code." if not stale else
+               f"{stale} were made by code that has changed since ('code current' no): remake them."), "",
+            *_table(r.summaries, 0)]
 
 
 def _step_times(r: Results) -> list[str]:

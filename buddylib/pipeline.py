@@ -41,16 +41,18 @@ class Task:
 
 def generation_tasks(scale: str | float, names: Sequence[str], paper_names: Sequence[str] = (),
                      batch_names: Sequence[str] = (), study_names: Sequence[str] = (),
-                     hpc_scales: Sequence[str | float] = (), optimizer_names: Sequence[str] = ()) -> list[Task]:
+                     hpc_scales: Sequence[str | float] = (), optimizer_names: Sequence[str] = (),
+                     maturity_names: Sequence[str] | None = None) -> list[Task]:
     """What the notebooks and the index will read, one task each: a run and its timing-model sweep per
-    workload, paper-scale runs, memory-vs-batch measurements, the training-maturity, framework and optimizer
-    studies, HPC runs at other problem sizes."""
+    workload, paper-scale runs, memory-vs-batch measurements, the training-maturity (of ``maturity_names``,
+    default ``study_names``: a committed one is read, not run), framework and optimizer studies, HPC runs at
+    other problem sizes."""
     from buddylib import workloads
 
     tasks = [Task("run", n, scale, 60.0 if workloads.get(n).suite != "hpc" else 30.0) for n in names]
     tasks += [Task("paper", n, "paper", 120.0) for n in paper_names]
     tasks += [Task("batch", n, scale, 60.0) for n in batch_names]
-    tasks += [Task("maturity", n, scale, 150.0) for n in study_names]
+    tasks += [Task("maturity", n, scale, 150.0) for n in (study_names if maturity_names is None else maturity_names)]
     tasks += [Task("caffe", n, scale, 60.0) for n in study_names]
     tasks += [Task("adam", n, scale, 90.0) for n in optimizer_names]
     tasks += [Task("run", n, s, 10.0) for s in hpc_scales for n in workloads.names("hpc")]

@@ -4,8 +4,10 @@ Steps: the compressor study (SPEC §2) on built-in data, the HPC effective ratio
 §5) from the built-in workloads at default scale and their slowdown from the timing model
 (SPEC §4) as tidy data, then every notebook at the same scale (SPEC §6; the figures are the
 notebooks'), then the index. Workload snapshots are cached in ``data/`` and reused unless
-``regenerate`` is set. Every number in the index is computed by this run; the paper's numbers
-sit beside them, labelled as the paper's.
+``regenerate`` is set. The slow studies (paper-scale networks, the 480-step maturity study, the HPC
+proxies at gigabyte scale) are not run: their committed summaries are read (:mod:`buddylib.summaries`),
+and the index lists them with the code digest and date that made them. Every other number in the index
+is computed by this run; the paper's numbers sit beside them, labelled as the paper's.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from buddylib import bench, experiments, index_page, paper, workloads
+from buddylib import bench, experiments, index_page, paper, summaries, workloads
 
 
 def hpc_ratios(data: Path, scale: str = "default", seed: int = 0, regenerate: bool = False,
@@ -129,7 +131,8 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
         files={"hpc": hpc_files, "slowdown": slow_files,
                "bench": [p.relative_to(out).as_posix() for p in bench_paths.values()]},
         took=clock.took | {"total": sum(clock.took.values())}, tasks=task_seconds, environment=_environment(),
-        notebooks=executed, **dl, batch_gain=_batch_gain(out), fidelity=_fidelity_tables(out))
+        notebooks=executed, **dl, batch_gain=_batch_gain(out), fidelity=_fidelity_tables(out),
+        summaries=summaries.provenance() if full else pd.DataFrame())
     _save_steps(out, results.took, results.tasks)
     return index_page.write(results, out)
 
@@ -137,19 +140,23 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
 def generate(data: Path, scale: str, names: list[str], scheduler: str | None = None, regenerate: bool = False,
              full: bool = False) -> dict[str, float]:
     """Every workload run, sweep and study the notebooks and the index read, cached in ``data``, as parallel
-    tasks (a progress bar counts them); ``full``: also the paper-scale runs and the HPC runs at other
-    sizes. Returns seconds per task."""
+    tasks (a progress bar counts them); ``full``: also the HPC runs at other sizes. The slow studies whose
+    summaries are committed (:mod:`buddylib.summaries`: the paper-scale networks, the maturity study at
+    default scale, the HPC proxies at gigabyte scale) are read from them, not run; only those not committed
+    are tasks here. Returns seconds per task."""
     from buddylib import fidelity, pipeline
 
     if regenerate:  # remake the runs: drop their cached files (studies and sweeps follow their runs' code)
         for n in names:
             for f in data.glob(f"{n}-{scale}-s0.*"):
                 f.unlink()
+    paper = [n for n in fidelity.PAPER_NETWORKS if full and not summaries.path(n, "paper").is_file()]
+    study = [n for n in fidelity.STUDY_CNNS if n in names]
     tasks = pipeline.generation_tasks(
-        scale, names, paper_names=fidelity.PAPER_NETWORKS if full else (),
-        batch_names=[n for n in experiments.BATCH_NETWORKS if n in names],
-        study_names=[n for n in fidelity.STUDY_CNNS if n in names], hpc_scales=("quick", 32) if full else (),
-        optimizer_names=[n for n in fidelity.OPTIMIZER_NETWORKS if n in names])
+        scale, names, paper_names=paper, batch_names=[n for n in experiments.BATCH_NETWORKS if n in names],
+        study_names=study, hpc_scales=("quick", 32) if full else (),
+        optimizer_names=[n for n in fidelity.OPTIMIZER_NETWORKS if n in names],
+        maturity_names=[n for n in study if not summaries.path(n, scale, study="maturity").is_file()])
     return pipeline.run_all(tasks, data, scheduler, desc="workloads")
 
 
