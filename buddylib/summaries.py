@@ -76,9 +76,11 @@ MATURITY_SCALE = "default"
 #: at paper scale under ``../shared/tools/other-cpu`` (torch's default kernels instead of AVX-512, numpy without
 #: SIMD, numba for a generic CPU) moved the ideal ratio by 9.5e-6 and no effective ratio; about 100x that.
 DL_TOLERANCE = 1e-3
-#: The same for a training study's numbers: hundreds of training steps let the float differences grow, as in
-#: the quick DL fixtures (:data:`buddylib.fixtures.TOLERANCE`, measured on those runs across CPUs).
-STUDY_TOLERANCE = 0.10
+#: The same for a training study's numbers: hundreds of training steps let the float differences grow.
+#: Measured: AlexNet's 200-step maturity study (quick scale) under ``other-cpu`` moved a snapshot's activation
+#: ideal ratio by up to 10.4%, the zero share 3.8%, a snapshot's effective ratio 1.9%, the final effective ratio
+#: not at all; about three times the largest (the rule of :data:`buddylib.fixtures.TOLERANCE`).
+STUDY_TOLERANCE = 0.30
 
 
 def scale_name(scale: str | float) -> str:
