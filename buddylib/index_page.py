@@ -113,8 +113,8 @@ def markdown(r: Results, out: Path) -> str:
               *_table(r.slowdown_table, 2), "",
               "## Compressors on built-in data", ""]
     lines += [f"The benchmark of this run used {r.bench_mib} MiB per data kind; its speed targets are stated at "
-              f"{BENCH_TARGET_MIB} MiB, which `make bench` runs (a smaller size in `make reproduce` keeps the main "
-              "job short; its speeds are noisier).", ""]
+              f"{BENCH_TARGET_MIB} MiB, which `make bench` runs, with the parallel-crossover table (a smaller size "
+              "in `make reproduce` keeps the main job short; its speeds are noisier).", ""]
     lines += [f"- BPC-32 ideal ratio on {kind} data ({r.bench_mib} MiB): {ratio:.2f}x"
               for kind, ratio in r.bpc_ratio.items()]
     lines += ["", "![compressor benchmark](bench/bench.png)", "",

@@ -98,7 +98,7 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
     data.mkdir(parents=True, exist_ok=True)
     clock = _Clock(last_run_seconds(out))
     with clock("compressor benchmark"):
-        df = bench.run(mib=bench_mib)
+        df = bench.run(mib=bench_mib, crossover=False)  # the parallel crossover table: make bench's alone
         bench_paths = bench.write(df, out / "bench")
     all_names = [n for s in ("hpc", "dl", "dl-extra") for n in workloads.names(s) if names is None or n in names]
     with clock("workload runs, sweeps and studies (parallel)"):
