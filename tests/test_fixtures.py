@@ -1,4 +1,9 @@
-"""The committed quick-scale fixtures: complete, untouched, read as they are, and what this machine makes too."""
+"""The committed quick-scale fixtures: complete, untouched, read as they are.
+
+That this machine makes them too is checked with each workload's quick run in tests/test_workloads.py
+(``test_same_seed_same_bytes``): HPC bit for bit against the fixtures' digests, DL by the fixture check
+(:func:`buddylib.fixtures.check`), whose run is also the second run of the same seed there.
+"""
 
 from __future__ import annotations
 
@@ -49,15 +54,3 @@ def test_a_frozen_folder_is_read_never_remade(tmp_path: Path) -> None:
         workloads.cached_run("swim", "quick", 0, folder)
     with pytest.raises(ValueError, match="hold no memory-vs-batch measurement of squeezenet"):
         experiments.memory_vs_batch(["squeezenet"], [2, 4], "quick", 0, fixtures.FOLDER, progress=False)
-
-
-def test_this_machine_makes_the_fixtures() -> None:
-    """Remade here, DL runs and mini-batch measurements hold the same allocations with ideal ratios (device
-    bytes) within the stated tolerance. (HPC runs are checked bit for bit against the fixtures' digests by
-    tests/test_workloads.py::test_same_seed_same_bytes, which makes them anyway.)"""
-    dl = [n for n in MADE["workloads"] if workloads.get(n).suite != "hpc"]
-    report = fixtures.check(names=dl)
-    assert report.ok.all(), report.to_string()
-    assert report.structure_equal.all(), report.to_string()
-    assert set(report.index) >= set(dl) | {f"batch:{n}" for n in experiments.BATCH_NETWORKS}
-    assert report.max_rel_change.max() <= fixtures.TOLERANCE
