@@ -24,7 +24,9 @@ def register(cls: type[Workload]) -> type[Workload]:
 
 def get(name: str) -> Workload:
     """A new instance of the workload registered as ``name``."""
-    _load()
+    _load(with_dl=False)
+    if name not in _REGISTRY:
+        _load()
     if name not in _REGISTRY:
         why = f" (the DL workloads need torch: {_NO_TORCH})" if _NO_TORCH else ""
         raise ValueError(f"unknown workload {name!r}{why}; available: {', '.join(names())}")
@@ -38,7 +40,7 @@ def names(suite: str | None = None) -> list[str]:
     installed) is left out with a warning saying why; :func:`get` still returns it. Without torch
     the DL workloads cannot even be registered: a warning says so too.
     """
-    _load()
+    _load(with_dl=suite != "hpc")
     if _NO_TORCH and suite in (None, "dl", "dl-extra"):
         warnings.warn(f"DL workloads (suites dl, dl-extra) left out: {_NO_TORCH}", stacklevel=2)
     out = []
@@ -92,9 +94,13 @@ def cached_run(name: str, scale: str | float = "quick", seed: int = 0, data: str
 _NO_TORCH: str | None = None
 
 
-def _load() -> None:
+def _load(with_dl: bool = True) -> None:
+    """Register the HPC proxies and, with ``with_dl``, the DL training runs: a process that runs HPC proxies only (a
+    dask worker of make reproduce) is spared importing torch, two CPU-seconds per process."""
     global _NO_TORCH
     import buddylib.workloads.hpc  # noqa: F401 - registers the HPC proxies
+    if not with_dl:
+        return
     try:
         from buddylib.workloads import dl  # noqa: F401 - registers the DL training runs
     except ImportError as e:  # no torch: the DL workloads are absent, and names() says so
