@@ -60,6 +60,17 @@ def serial(kernel: Any) -> Any:
     return nb.njit(cache=True, nogil=True)(g)
 
 
+def readonly(a: np.ndarray) -> np.ndarray:
+    """``a`` as a read-only view (no copy). Kernels take their inputs read-only: numba compiles a kernel
+    once per argument type, and a writable and a read-only array are two types, so passing inputs as
+    they come (``bytes`` and memory maps are read-only) would compile every kernel twice."""
+    if not a.flags.writeable:
+        return a
+    view = a.view()
+    view.flags.writeable = False
+    return view
+
+
 def parallel_for(n_entries: int) -> bool:
     """Whether an input of ``n_entries`` entries is worth a parallel launch (see PARALLEL_MIN_ENTRIES)."""
     return n_entries >= PARALLEL_MIN_ENTRIES
@@ -67,7 +78,9 @@ def parallel_for(n_entries: int) -> bool:
 
 def launch(parallel_kernel: Callable, serial_kernel: Callable, n_entries: int, *args: Any) -> Any:
     """Run ``parallel_kernel(*args)``, one launch at a time, on a large input; ``serial_kernel(*args)``
-    on a small one, with no lock and without the GIL, so threads may run it at once."""
+    on a small one, with no lock and without the GIL, so threads may run it at once. ``args`` are inputs
+    only, passed :func:`readonly`."""
+    args = tuple(readonly(a) if isinstance(a, np.ndarray) else a for a in args)
     if parallel_for(n_entries):
         with PARALLEL_LAUNCH:
             return parallel_kernel(*args)

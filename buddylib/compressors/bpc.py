@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from buddylib.compressors import bpc_stream
-from buddylib.compressors.abc import PARALLEL_LAUNCH, Compressor, parallel_for
+from buddylib.compressors.abc import PARALLEL_LAUNCH, Compressor, parallel_for, readonly
 from buddylib.compressors.bpc_kernels import DECODE_ERRORS, KERNELS
 from buddylib.entries import ENTRY_BYTES, as_entries
 
@@ -101,7 +101,7 @@ class BPC(Compressor):
     def _bits(self, entries: np.ndarray) -> np.ndarray:
         (bits_kernel, _, _), turn = self._kernels(entries.shape[0])
         with turn:
-            return bits_kernel(self._words(entries), self.width)
+            return bits_kernel(readonly(self._words(entries)), self.width)
 
     def encode_entries(self, data: object) -> tuple[np.ndarray, np.ndarray]:
         """Encode every entry: ``(lengths, payload)``.
@@ -111,7 +111,7 @@ class BPC(Compressor):
         ``sum(ceil(lengths[:e] / 8))``, unused bits of an entry's last byte zero.
         """
         entries = as_entries(data)
-        words = self._words(entries)
+        words = readonly(self._words(entries))
         (bits_kernel, encode_kernel, _), turn = self._kernels(entries.shape[0])
         with turn:
             lengths = bits_kernel(words, self.width)
@@ -133,7 +133,7 @@ class BPC(Compressor):
         errors = np.zeros(lengths.size, dtype=np.uint8)
         (_, _, decode_kernel), turn = self._kernels(lengths.size)
         with turn:
-            decode_kernel(payload, offsets, lengths, self.width, self._words(out), errors)
+            decode_kernel(readonly(payload), offsets, lengths, self.width, self._words(out), errors)
         bpc_stream.raise_entry_error(errors, DECODE_ERRORS)
         return out
 

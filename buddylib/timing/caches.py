@@ -10,6 +10,8 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from buddylib.compressors.abc import readonly
+
 
 @nb.njit(cache=True)
 def _set_assoc_lru(lines, bounds, n_sets, ways):
@@ -48,7 +50,8 @@ def set_associative_hits_per_segment(lines: np.ndarray, bounds: np.ndarray, size
     if n_lines < 1 or ways < 1 or n_lines % ways:
         raise ValueError(f"cache of {size_bytes} B with {line_bytes}-B lines cannot be {ways}-way associative")
     bounds = np.ascontiguousarray(bounds if len(bounds) else [0], dtype=np.int64)
-    return _set_assoc_lru(np.ascontiguousarray(lines, dtype=np.int64), bounds, n_lines // ways, ways)
+    return _set_assoc_lru(readonly(np.ascontiguousarray(lines, dtype=np.int64)), readonly(bounds), n_lines // ways,
+                          ways)
 
 
 def set_associative_hits(lines: np.ndarray, size_bytes: int, line_bytes: int, ways: int) -> int:
@@ -114,4 +117,4 @@ def page_faults(pages: np.ndarray, capacity_pages: int, warm_start: int = 0) -> 
     if capacity_pages < 1:
         raise ValueError(f"device capacity of {capacity_pages} pages: at least one page must fit")
     n = int(pages.max()) + 1 if pages.size else 1
-    return int(_page_lru_faults(pages, n, int(capacity_pages), int(warm_start)))
+    return int(_page_lru_faults(readonly(pages), n, int(capacity_pages), int(warm_start)))
