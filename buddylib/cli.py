@@ -21,6 +21,10 @@ def _bench(args: argparse.Namespace) -> int:
     paths = bench.write(df, out)
     print(paths["markdown"].read_text())
     if not args.compressors_only:
+        from buddylib import warm
+
+        paths |= warm.write_compile_times(out)  # in fresh processes with an empty numba cache
+        print(paths["compile_markdown"].read_text())
         with tempfile.TemporaryDirectory(dir=out) as tmp:
             pipeline = pd.concat([bench.run_analyze(Path(tmp), args.analyze_gib),
                                   bench.run_dask(Path(tmp), args.dask_gib)], ignore_index=True)
@@ -378,7 +382,8 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--out", default="reports/bench", help="output folder (default reports/bench)")
     b.add_argument("--analyze-gib", type=float, default=1.0, help="file size for timing buddy analyze (GiB)")
     b.add_argument("--dask-gib", type=float, default=2.0, help="file size for the dask 1 vs 2 workers run (GiB)")
-    b.add_argument("--compressors-only", action="store_true", help="skip the buddy analyze and dask timings")
+    b.add_argument("--compressors-only", action="store_true",
+                   help="skip the cold compile, buddy analyze and dask timings")
     b.set_defaults(func=_bench)
 
     from buddylib.compressors import DEFAULT_COMPRESSORS

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from buddylib import bench, experiments, index_page, paper, summaries, workloads
+from buddylib import bench, experiments, index_page, paper, summaries, warm, workloads
 
 
 def hpc_ratios(data: Path, scale: str = "default", seed: int = 0, regenerate: bool = False,
@@ -98,6 +98,7 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
     data.mkdir(parents=True, exist_ok=True)
     clock = _Clock(last_run_seconds(out))
     with clock("compressor benchmark"):
+        warm.warm()  # numba's kernels compiled once (or loaded), before the benchmark and the workers use them
         df = bench.run(mib=bench_mib, crossover=False)  # the parallel crossover table: make bench's alone
         bench_paths = bench.write(df, out / "bench")
     all_names = [n for s in ("hpc", "dl", "dl-extra") for n in workloads.names(s) if names is None or n in names]

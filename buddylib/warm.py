@@ -1,0 +1,239 @@
+"""Compile numba's kernels once per machine, and measure what that costs from a cold cache.
+
+Every compiled kernel is ``@njit(cache=True)``: the first process to call it with a signature
+compiles it (seconds each) and saves it to numba's cache, and every later process loads it (a
+fraction of a second). A test session on every core (pytest-xdist) or ``buddy reproduce`` (dask
+workers) starts several processes at once; without a warm-up each would compile the same kernels
+from a cold cache, once per worker. :func:`warm` calls each kernel once on a tiny input, with exactly
+the argument types the library passes, so that it runs once before the workers start and they only
+load (``conftest.py``, :func:`buddylib.reproduce.run`).
+
+:func:`compile_times` measures each kernel's cold compile time in a fresh process with an empty
+``NUMBA_CACHE_DIR`` (``make bench`` reports it): compile time is what a newcomer pays once per clone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numba.core import event
+
+if TYPE_CHECKING:
+    from buddylib.workloads import Workload
+
+#: Groups of warm-up steps (:func:`steps`), each compiled by one process of :func:`warm`: a group's kernels
+#: share compiled helpers, so splitting a group would compile those twice.
+GROUPS = ("bpc32", "bpc64", "others")
+#: What :func:`compile_times` measures: :data:`GROUPS` and every HPC workload's kernels (one set-up and one
+#: step at quick scale each). The workloads are not warmed up: a test file runs each, in one worker.
+MEASURED = (*GROUPS, "workloads")
+
+
+@contextlib.contextmanager
+def _paths(parallel: bool) -> Iterator[None]:
+    """Send every input to the parallel (or the serial) kernels, whatever its size."""
+    from buddylib.compressors import abc
+
+    before = abc.PARALLEL_MIN_ENTRIES
+    abc.PARALLEL_MIN_ENTRIES = 0 if parallel else 1 << 62
+    try:
+        yield
+    finally:
+        abc.PARALLEL_MIN_ENTRIES = before
+
+
+def steps(group: str | None = None) -> dict[str, Callable[[], object]]:
+    """The warm-up calls, by name: each calls the library's public functions on a tiny input, so the
+    kernels see the argument types the library gives them (writable and read-only inputs, serial and
+    parallel paths). ``group``: one of :data:`GROUPS`, or None for all."""
+    from buddylib import compressors
+    from buddylib.compressors import BPC
+    from buddylib.timing import caches
+
+    rng = np.random.default_rng(0)
+    words = rng.integers(0, 1 << 12, 64 * 32, dtype=np.uint32)
+    frozen = np.frombuffer(words.tobytes(), dtype=np.uint8)  # read-only, as a bytes or memmap input is
+    out: dict[str, Callable[[], object]] = {}
+
+    def add(name: str, parallel: bool, fn: Callable[[], object]) -> None:
+        def call() -> object:
+            with _paths(parallel):
+                return fn()
+        out[f"{name} {'parallel' if parallel else 'serial'}"] = call
+
+    for parallel in (False, True):
+        for width in (32, 64):
+            if group not in (None, f"bpc{width}"):
+                continue
+            bpc = BPC(width)
+            add(f"bpc{width} bits", parallel, lambda bpc=bpc: (bpc.bits(words), bpc.bits(frozen)))
+            add(f"bpc{width} encode", parallel, lambda bpc=bpc: (bpc.encode_entries(words), bpc.encode(frozen)))
+            add(f"bpc{width} decode", parallel,
+                lambda bpc=bpc: (bpc.decode_entries(*bpc.encode_entries(words)), bpc.decode(bpc.encode(words))))
+        if group in (None, "others"):
+            for name in ("bdi", "fpc", "zvc"):
+                add(name, parallel, lambda name=name: (compressors.bits(words, name), compressors.bits(frozen, name)))
+            add("sectors", parallel, lambda: (compressors.sectors(words), compressors.sectors(frozen)))
+    if group in (None, "others"):
+        lines = np.arange(100)
+        out["metadata cache"] = lambda: caches.set_associative_hits(lines, 1024, 32, 2)
+        out["page LRU"] = lambda: caches.page_faults(lines % 7, 4)
+    if group == "workloads":
+        from buddylib import workloads
+
+        for name in workloads.names("hpc"):
+            out[f"{name} set-up and step"] = lambda name=name: _set_up_and_step(workloads.get(name))
+    return out
+
+
+def _set_up_and_step(workload: Workload) -> None:
+    from buddylib.workloads.base import SCALES
+
+    workload.setup(SCALES["quick"], np.random.default_rng(0))
+    workload.step()
+
+
+def warm(processes: int | None = None) -> float:
+    """Compile (or load from numba's cache) every kernel a test session or a report needs: each group of
+    :data:`GROUPS` in its own fresh process, ``processes`` (default: one per core) at a time, so a cold
+    cache costs the longest group rather than the sum. Returns the wall seconds it took."""
+    t = time.perf_counter()
+    with ThreadPoolExecutor(processes or os.cpu_count() or 1) as pool:
+        done = list(pool.map(_run_group, GROUPS))
+    for group, proc in zip(GROUPS, done, strict=True):
+        if proc.returncode:
+            raise RuntimeError(f"warming numba's cache ({group}) failed:\n{proc.stderr[-4000:]}")
+    return time.perf_counter() - t
+
+
+def _run_group(group: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "buddylib.warm", group], capture_output=True, text=True,
+                          env=env, check=False)
+
+
+class _Clock(event.Listener):
+    """Seconds (wall and CPU) of every compilation, less the compilations nested in it (a kernel's
+    non-inlined callees are compiled, and counted, on their own)."""
+
+    def __init__(self) -> None:
+        self.stack: list[list] = []
+        self.rows: list[dict] = []
+
+    def on_start(self, ev: event.Event) -> None:
+        self.stack.append([time.perf_counter(), time.process_time(), 0.0, 0.0])
+
+    def on_end(self, ev: event.Event) -> None:
+        wall0, cpu0, child_wall, child_cpu = self.stack.pop()
+        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+        if self.stack:
+            self.stack[-1][2] += wall
+            self.stack[-1][3] += cpu
+        f = ev.data["dispatcher"].py_func
+        self.rows.append({"kernel": f"{f.__module__.removeprefix('buddylib.')}.{f.__qualname__}",
+                          "signature": "(" + ", ".join(str(a) for a in ev.data["args"]) + ")",
+                          "seconds": wall - child_wall, "cpu_seconds": cpu - child_cpu})
+
+
+def _measure(group: str | None) -> dict:
+    """Run the warm-up steps in this process, timing each and every compilation they trigger."""
+    import numba as nb
+
+    nb.njit(lambda x: x + 1)(1)  # numba's own start-up, paid by the first compilation of a process
+    clock = _Clock()
+    times = {}
+    with event.install_listener("numba:compile", clock):
+        for name, fn in steps(group).items():
+            t = time.perf_counter()
+            fn()
+            times[name] = time.perf_counter() - t
+    return {"steps": times, "compiled": clock.rows}
+
+
+def compile_times(groups: tuple[str, ...] = MEASURED) -> tuple[list[dict], list[dict]]:
+    """Cold compile seconds of every kernel, each group of :data:`GROUPS` in a fresh process with an empty
+    ``NUMBA_CACHE_DIR`` (one group at a time, so they do not compete for cores), then the same again
+    from the cache that left. Returns ``(compiled, steps)``: one row per compiled kernel and signature
+    (``group, kernel, signature, seconds, cpu_seconds``, nested compilations counted apart), and one per
+    warm-up step (``group, step, cold_seconds, cached_seconds``: wall seconds of its calls)."""
+    compiled, rows = [], []
+    with tempfile.TemporaryDirectory(prefix="numba-cold-") as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache, "BUDDY_WARM_MEASURE": "1"}
+        for group in groups:
+            cold, again = (_report(_run_group(group, env), group) for _ in range(2))
+            compiled += [{"group": group, **r} for r in cold["compiled"]]
+            rows += [{"group": group, "step": s, "cold_seconds": t, "cached_seconds": again["steps"][s]}
+                     for s, t in cold["steps"].items()]
+    return compiled, rows
+
+
+def _report(proc: subprocess.CompletedProcess, group: str) -> dict:
+    if proc.returncode:
+        raise RuntimeError(f"measuring compile times ({group}) failed:\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def _main(argv: list[str]) -> int:
+    group = argv[0] if argv else None
+    if group is not None and group not in MEASURED:
+        raise SystemExit(f"usage: python -m buddylib.warm [{'|'.join(MEASURED)}]")
+    if os.environ.get("BUDDY_WARM_MEASURE"):
+        print(json.dumps(_measure(group)))
+    else:
+        for fn in steps(group).values():
+            fn()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main(sys.argv[1:]))
+
+
+def write_compile_times(out: Path, groups: tuple[str, ...] = MEASURED) -> dict[str, Path]:
+    """Measure :func:`compile_times` and write it under ``out``: ``compile.csv`` (one row per kernel and
+    signature), ``compile_steps.csv`` (per warm-up step, cold and from the cache) and ``compile.md``."""
+    import pandas as pd
+
+    compiled, steps_ = compile_times(groups)
+    kernels, per_step = pd.DataFrame(compiled), pd.DataFrame(steps_)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"compile": out / "compile.csv", "compile_steps": out / "compile_steps.csv",
+             "compile_markdown": out / "compile.md"}
+    kernels.to_csv(paths["compile"], index=False)
+    per_step.to_csv(paths["compile_steps"], index=False)
+    by_group = kernels.groupby("group", sort=False)[["seconds", "cpu_seconds"]].sum().reindex(list(groups))
+    by_group["from cache, seconds"] = per_step.groupby("group", sort=False)["cached_seconds"].sum()
+    top = kernels.sort_values("cpu_seconds", ascending=False).head(25)
+    lines = [
+        "# Compile time of numba's kernels from a cold cache",
+        "",
+        "Each group in a fresh process with an empty `NUMBA_CACHE_DIR` (one group at a time), timing every "
+        "compilation its warm-up steps trigger (`buddylib.warm`), nested ones counted apart; then the same steps "
+        "again in a fresh process, loading from that cache. A newcomer pays the compile once per machine; "
+        "`conftest.py` and `buddy reproduce` pay it before their workers start, which then only load. "
+        "CPU seconds are the robust figure on a busy machine.",
+        "",
+        "```",
+        by_group.round(2).to_string(),
+        "```",
+        "",
+        f"Total: {kernels['seconds'].sum():.1f} s ({kernels['cpu_seconds'].sum():.1f} s of CPU) to compile, "
+        f"{per_step['cached_seconds'].sum():.1f} s to load. The longest compilations:",
+        "",
+        "```",
+        top[["group", "kernel", "signature", "seconds", "cpu_seconds"]].round(2).to_string(index=False),
+        "```",
+        "",
+    ]
+    paths["compile_markdown"].write_text("\n".join(lines))
+    return paths

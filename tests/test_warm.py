@@ -1,0 +1,79 @@
+"""The warm-up compiles every kernel signature the library uses, so processes started after it compile nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from buddylib import warm
+
+#: In a fresh process: the warm-up steps, then the library's own calls on every kind of input (writable
+#: and read-only arrays, bytes, memory maps, streams, small and large), each kernel's signatures printed
+#: after each.
+_PROBE = """
+import json, sys
+import numpy as np
+from buddylib import compressors, warm
+from buddylib.compressors import abc, bdi, bpc_kernels, fpc, zvc
+from buddylib.timing import caches
+
+kernels = {"sectors": abc._sectors, "sectors serial": abc._sectors_serial, "bdi": bdi._bdi_kernel,
+           "bdi serial": bdi._bdi_kernel_serial, "fpc": fpc._fpc_kernel, "fpc serial": fpc._fpc_kernel_serial,
+           "zvc": zvc._zvc_kernel, "zvc serial": zvc._zvc_kernel_serial,
+           "metadata cache": caches._set_assoc_lru, "page LRU": caches._page_lru_faults}
+for parallel, pair in bpc_kernels.KERNELS.items():
+    for name, k in zip(("bits", "encode", "decode"), pair):
+        kernels[f"bpc {name} {parallel}"] = k
+
+def signatures():
+    return {name: sorted(map(str, k.signatures)) for name, k in kernels.items()}
+
+for fn in warm.steps().values():
+    fn()
+warmed = signatures()
+rng = np.random.default_rng(1)
+data = {"writable": rng.integers(0, 9, 3000 * 32, dtype=np.int32),
+        "bytes": rng.standard_normal(3000 * 16).tobytes(),
+        "read-only": np.frombuffer(bytes(3000 * 128 + 5), dtype=np.uint8),
+        "memmap": np.load(sys.argv[1], mmap_mode="r")}
+for x in data.values():
+    for n in (3, 3000):
+        part = x[: n * 128] if isinstance(x, bytes) else x[: n * 128 // np.asarray(x).itemsize]
+        for name in compressors.names():
+            compressors.get(name).sectors(part)
+        compressors.get("bdi").encodings(part)
+        for w in (32, 64):
+            bpc = compressors.get(f"bpc{w}")
+            bpc.decode(bpc.encode(part))
+            bpc.decode(memoryview(bytearray(bpc.encode(part))))
+            bpc.decode_entries(*bpc.encode_entries(part))
+caches.set_associative_hits(np.arange(50, dtype=np.int32), 1024, 32, 2)
+caches.page_faults(np.frombuffer(np.arange(9).tobytes(), dtype=np.int64), 3)
+print(json.dumps({"warmed": warmed, "after": signatures()}))
+"""
+
+
+def test_the_library_compiles_no_signature_the_warm_up_does_not(tmp_path: Path) -> None:
+    """Every input kind reaches a kernel with the types the warm-up gave it (read-only, contiguous), so a
+    worker started after :func:`warm.warm` finds all it runs in numba's cache."""
+    import numpy as np
+
+    np.save(tmp_path / "x.npy", np.arange(3000 * 16, dtype=np.float64))
+    out = subprocess.run([sys.executable, "-c", _PROBE, str(tmp_path / "x.npy")], capture_output=True, text=True,
+                         check=True)
+    seen = json.loads(out.stdout.splitlines()[-1])
+    assert all(seen["warmed"].values()), seen["warmed"]  # every kernel ran
+    assert seen["after"] == seen["warmed"]
+
+
+def test_after_the_warm_up_a_fresh_process_compiles_nothing() -> None:
+    """What xdist's workers and dask's rely on: once :func:`warm.warm` ran, numba's cache holds every kernel
+    signature the warm-up steps use, so a new process only loads them."""
+    warm.warm()
+    for group in warm.GROUPS:
+        proc = subprocess.run([sys.executable, "-m", "buddylib.warm", group], capture_output=True, text=True,
+                              check=True, env={**os.environ, "BUDDY_WARM_MEASURE": "1"})
+        assert json.loads(proc.stdout.splitlines()[-1])["compiled"] == [], group
