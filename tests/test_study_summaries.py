@@ -44,8 +44,7 @@ def test_committed_dl_summaries_are_complete_and_read_without_running() -> None:
         s = summaries.load(summaries.path(n, "paper"))
         assert s["workload"] == n and s["compressors"] == list(summaries.DL_COMPRESSORS)
         assert len(s["code"]) == 12 and s["date"] and s["machine"]["cpu"] and s["seconds"] > 0
-    studied = [n for n in fidelity.STUDY_CNNS if summaries.path(n, "default", study="maturity").is_file()]
-    assert studied, "the maturity study is committed"
+    studied = list(fidelity.STUDY_CNNS)  # every study CNN's maturity study is committed
     for n in studied:
         s = summaries.load(summaries.path(n, "default", study="maturity"))
         assert (s["steps"], s["snapshots"]) == (fidelity.maturity_steps("default"), 9) and len(s["code"]) == 12
