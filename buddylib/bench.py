@@ -548,3 +548,110 @@ def run_cache_sim(n: int = 10**8) -> pd.DataFrame:
         rows.append({"what": f"metadata cache simulation, {pattern}", "accesses": n, "seconds": sec,
                      "hit_rate": hits / n})
     return pd.DataFrame(rows)
+
+
+#: Issue 22's scale-out goal: make reproduce's generation phase at least this much faster on two
+#: single-threaded workers than on one.
+SCALEOUT_GOAL = 1.8
+
+
+def run_scaleout(workdir: Path, scale: str | float = "quick", workers: tuple[int, ...] = (1, 2),
+                 repeat: int = 2) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """make reproduce's generation phase on local clusters of 1 and 2 single-threaded workers.
+
+    The phase's tasks for every HPC workload (its run and its timing-model sweep: 15 tasks of a few
+    seconds each at quick scale) through :func:`pipeline.run_all` to the cluster's address, each time
+    into a fresh data folder, after an untimed pass on the largest cluster that fills numba's cache
+    on disk; cluster sizes alternate ``repeat`` times, so a burst of other load hits both. The
+    runs' digests must be the same on every cluster. Returns one row per run (wall seconds from
+    submitting to the last result; ``busy``, the seconds the workers computed; ``cpu``, the CPU
+    seconds their processes used meanwhile (below ``busy`` when other work on the machine took the
+    cores); ``idle``, workers x wall - busy, of which ``idle_at_end`` after a worker's last task; the
+    longest task) and one row per task (its worker, start after submitting, seconds), both from the
+    scheduler's task stream.
+    """
+    import json
+
+    from distributed import Client
+
+    from buddylib import pipeline, workloads
+
+    tasks = pipeline.generation_tasks(scale, workloads.names("hpc"))
+    with pipeline.local_cluster(max(workers)) as cluster:
+        pipeline.run_all(tasks, workdir / "warm-up", cluster.scheduler_address, desc="scale-out warm-up")
+    runs, per_task, digests = [], [], {}
+    for i in range(max(1, repeat)):
+        for n in workers:
+            data = workdir / f"scaleout-{n}-{i}"
+            load = getattr(os, "getloadavg", lambda: (float("nan"),))()[0]  # other work skews both sizes
+            with pipeline.local_cluster(n) as cluster, Client(cluster) as client:
+                client.get_task_stream()  # starts the scheduler's record of task start and stop times
+                cpu0 = client.run(_cpu_seconds)
+                t0 = time.time()
+                pipeline.run_all(tasks, data, cluster.scheduler_address, desc=f"scale-out, {n} worker(s)")
+                wall = time.time() - t0
+                stream = client.get_task_stream(start=t0)
+                cpu = sum(client.run(_cpu_seconds)[w] - c for w, c in cpu0.items())
+            digests[(n, i)] = {p.name: json.loads(p.read_text())["digest"] for p in data.glob("*.profile.json")}
+            done = [{"workers": n, "repeat": i, "task": str(r["key"]).rsplit("-", 1)[0],
+                     "worker": r["worker"], "start": s["start"] - t0, "seconds": s["stop"] - s["start"]}
+                    for r in stream for s in r["startstops"] if s["action"] == "compute"]
+            per_task += done
+            ends = pd.DataFrame(done).assign(stop=lambda d: d.start + d.seconds).groupby("worker").stop.max()
+            busy = sum(d["seconds"] for d in done)
+            runs.append({"workers": n, "repeat": i, "tasks": len(tasks), "scale": str(scale), "load_1min": load,
+                         "seconds": wall,
+                         "busy": busy, "cpu": cpu, "idle": n * wall - busy, "idle_at_end": float((wall - ends).sum()),
+                         "longest_task": max(d["seconds"] for d in done)})
+    if any(d != digests[(workers[0], 0)] for d in digests.values()):
+        raise AssertionError("generation results differ between cluster sizes")
+    df = pd.DataFrame(runs)
+    one = df.loc[df.workers == min(workers), "seconds"].median()
+    df["speedup"] = one / df.groupby("workers")["seconds"].transform("median")
+    df["goal"] = np.where(df.workers == 2, SCALEOUT_GOAL, np.nan)
+    return df, pd.DataFrame(per_task)
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds (user and system) this process has used: asked of each worker."""
+    t = os.times()
+    return t.user + t.system
+
+
+def write_scaleout(runs: pd.DataFrame, tasks: pd.DataFrame, out: Path) -> dict[str, Path]:
+    """:func:`run_scaleout`'s runs and tasks as tidy CSV, and a Markdown page: the speed-up beside the goal,
+    and where the rest of an ideal 2x went (the workers computing longer than one worker did, workers idle)."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"scaleout": out / "scaleout.csv", "scaleout_tasks": out / "scaleout_tasks.csv",
+             "scaleout_markdown": out / "scaleout.md"}
+    runs.to_csv(paths["scaleout"], index=False)
+    tasks.to_csv(paths["scaleout_tasks"], index=False)
+    med = runs.groupby("workers")[["seconds", "busy", "cpu", "idle", "idle_at_end", "longest_task"]].median()
+    lines = ["# make reproduce's generation phase on 1 and 2 dask workers", "",
+             f"{int(runs['tasks'].iloc[0])} tasks (a run and its timing-model sweep per HPC proxy, "
+             f"{runs['scale'].iloc[0]} scale) through `pipeline.run_all` on a local dask cluster of single-threaded "
+             "worker processes (numba and BLAS on one thread each), each time into a fresh data folder, numba's "
+             f"cache on disk warm; cluster sizes alternate, {runs['repeat'].nunique()} run(s) each, medians shown; "
+             "the same run digests on every cluster. Task seconds and idle time from the scheduler's task stream.", "",
+             "| workers | wall s (each run) | task seconds (CPU seconds) | idle worker s (after a worker's last task) "
+             "| longest task s | speed-up | goal |", "|---|---|---|---|---|---|---|"]
+    for n, r in med.iterrows():
+        each = ", ".join(f"{x:.1f}" for x in runs.loc[runs.workers == n, "seconds"])
+        speedup = med.loc[min(med.index), "seconds"] / r.seconds
+        goal = (f">= {SCALEOUT_GOAL:g}x: " + ("met" if speedup >= SCALEOUT_GOAL else "**not met**")) if n == 2 else ""
+        lines.append(f"| {n} | {r.seconds:.1f} ({each}) | {r.busy:.1f} ({r.cpu:.1f}) | {r.idle:.1f} "
+                     f"({r.idle_at_end:.1f}) | {r.longest_task:.1f} | {speedup:.2f}x | {goal} |")
+    if {1, 2} <= set(med.index):
+        one, two = med.loc[1], med.loc[2]
+        use = [r.busy / (n * r.seconds) for n, r in ((1, one), (2, two))]
+        lines += ["", f"Speed-up from 1 to 2 workers: **{one.seconds / two.seconds:.2f}x** (goal >= {SCALEOUT_GOAL:g}x)"
+                  f" = 2 x {one.busy / two.busy:.3f} (the task seconds of one worker over those of two: each worker "
+                  "process imports the suite and loads numba's cache itself, and two share the memory bandwidth) x "
+                  f"{use[1] / use[0]:.3f} (the workers' busy share of the wall time, {use[1]:.0%} on two, {use[0]:.0%} "
+                  "on one: scheduling, and a worker idle after its last task while the other finishes). The workers "
+                  f"were on a CPU for {one.cpu / one.busy:.0%} of their task seconds on one, {two.cpu / two.busy:.0%} "
+                  "on two (the rest, waiting for a core: other work on the machine)."]
+    lines += ["", f"Load average (1 min) at the runs' start: {', '.join(f'{x:.2f}' for x in runs['load_1min'])} "
+              f"on {os.cpu_count()} CPUs (other work on the machine slows both sizes).", ""]
+    paths["scaleout_markdown"].write_text("\n".join(lines))
+    return paths

@@ -32,6 +32,9 @@ def _bench(args: argparse.Namespace) -> int:
         paths["pipeline"] = out / "analyze.csv"
         pipeline.to_csv(paths["pipeline"], index=False)
         print("## buddy analyze and its dask path\n\n```\n" + pipeline.round(2).to_string(index=False) + "\n```")
+        with tempfile.TemporaryDirectory(dir=out) as tmp:
+            paths |= bench.write_scaleout(*bench.run_scaleout(Path(tmp)), out)
+        print(paths["scaleout_markdown"].read_text())
         sim = bench.run_cache_sim()
         paths["cache_sim"] = out / "cache_sim.csv"
         sim.to_csv(paths["cache_sim"], index=False)
