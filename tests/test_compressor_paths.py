@@ -127,7 +127,8 @@ def test_small_inputs_never_launch_parallel_kernels(monkeypatch: pytest.MonkeyPa
     """Below PARALLEL_MIN_ENTRIES no compressor touches a parallel kernel; at it, each does."""
     for module, name in ((bdi, "_bdi_kernel"), (fpc, "_fpc_kernel"), (zvc, "_zvc_kernel"), (abc, "_sectors")):
         monkeypatch.setattr(module, name, _refuse)
-    monkeypatch.setitem(bpc_kernels.KERNELS, True, (_refuse, _refuse, _refuse))
+    for width in (32, 64):
+        monkeypatch.setitem(bpc_kernels.KERNELS, (True, width), (_refuse, _refuse, _refuse))
     small = np.arange((abc.PARALLEL_MIN_ENTRIES - 1) * 32, dtype=np.uint32)
     for name in compressors.names():
         compressors.get(name).sectors(small)

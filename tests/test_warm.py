@@ -24,9 +24,9 @@ kernels = {"sectors": abc._sectors, "sectors serial": abc._sectors_serial, "bdi"
            "bdi serial": bdi._bdi_kernel_serial, "fpc": fpc._fpc_kernel, "fpc serial": fpc._fpc_kernel_serial,
            "zvc": zvc._zvc_kernel, "zvc serial": zvc._zvc_kernel_serial,
            "metadata cache": caches._set_assoc_lru, "page LRU": caches._page_lru_faults}
-for parallel, pair in bpc_kernels.KERNELS.items():
-    for name, k in zip(("bits", "encode", "decode"), pair):
-        kernels[f"bpc {name} {parallel}"] = k
+for (parallel, width), trio in bpc_kernels.KERNELS.items():
+    for name, k in zip(("bits", "encode", "decode"), trio):
+        kernels[f"bpc{width} {name} {parallel}"] = k
 
 def signatures():
     return {name: sorted(map(str, k.signatures)) for name, k in kernels.items()}

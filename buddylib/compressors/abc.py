@@ -26,6 +26,8 @@ from typing import Any, ClassVar
 
 import numba as nb
 import numpy as np
+from numba.core.cpu import CPUTargetOptions
+from numba.core.options import TargetOptions
 
 from buddylib.entries import SECTORS_PER_ENTRY, as_entries
 
@@ -58,6 +60,21 @@ def serial(kernel: Any) -> Any:
     g.__module__ = f.__module__
     g.__doc__ = f"Serial, GIL-free copy of :func:`{f.__name__}`."
     return nb.njit(cache=True, nogil=True)(g)
+
+
+# numba compiles a prange loop's body as a function whose array arguments are ``noalias`` (no two
+# overlap); njit takes no such option, so it is mapped here onto the compiler flag that does it.
+CPUTargetOptions.noalias = TargetOptions.Mapping("noalias")
+
+
+def chunk_body(fn: Callable) -> Any:
+    """Compile ``fn``, the body a parallel kernel runs on one chunk of entries, as numba compiles a prange
+    loop's body: arguments ``noalias``, numpy's error model; and without reference counting (``_nrt``:
+    it may not allocate, so the caller passes its scratch arrays), since inlined helpers taking arrays
+    would otherwise pay an atomic increment and decrement per entry. Then a parallel kernel (prange over
+    chunks) and its :func:`serial` copy both call one compiled body, so each is compiled once, not twice,
+    and runs as fast as the body inlined in a prange (BPC's cold compile: ~110 -> ~20 s per width)."""
+    return nb.njit(cache=True, noalias=True, error_model="numpy", _nrt=False)(fn)
 
 
 def readonly(a: np.ndarray) -> np.ndarray:

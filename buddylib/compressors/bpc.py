@@ -92,8 +92,8 @@ class BPC(Compressor):
         """The (bits, encode, decode) kernels for an input of ``n_entries``, and the lock they need:
         one parallel launch at a time (``abc.PARALLEL_LAUNCH``); serial kernels need no turn."""
         if self.parallel and parallel_for(n_entries):
-            return KERNELS[True], PARALLEL_LAUNCH
-        return KERNELS[False], contextlib.nullcontext()
+            return KERNELS[True, self.width], PARALLEL_LAUNCH
+        return KERNELS[False, self.width], contextlib.nullcontext()
 
     def _words(self, entries: np.ndarray) -> np.ndarray:
         return entries.view(np.uint32 if self.width == 32 else np.uint64)
@@ -101,7 +101,7 @@ class BPC(Compressor):
     def _bits(self, entries: np.ndarray) -> np.ndarray:
         (bits_kernel, _, _), turn = self._kernels(entries.shape[0])
         with turn:
-            return bits_kernel(readonly(self._words(entries)), self.width)
+            return bits_kernel(readonly(self._words(entries)))
 
     def encode_entries(self, data: object) -> tuple[np.ndarray, np.ndarray]:
         """Encode every entry: ``(lengths, payload)``.
@@ -114,10 +114,10 @@ class BPC(Compressor):
         words = readonly(self._words(entries))
         (bits_kernel, encode_kernel, _), turn = self._kernels(entries.shape[0])
         with turn:
-            lengths = bits_kernel(words, self.width)
+            lengths = bits_kernel(words)
             offsets = bpc_stream.code_offsets(lengths)
             payload = np.empty(int(offsets[-1]), dtype=np.uint8)
-            bad = encode_kernel(words, self.width, offsets, payload, lengths)
+            bad = encode_kernel(words, offsets, payload, lengths)
         if bad:  # the two traversals disagree: a bug, never a data condition
             raise AssertionError(f"BPC encoder and size path disagree on {bad} entries")
         return lengths, payload
@@ -133,7 +133,7 @@ class BPC(Compressor):
         errors = np.zeros(lengths.size, dtype=np.uint8)
         (_, _, decode_kernel), turn = self._kernels(lengths.size)
         with turn:
-            decode_kernel(readonly(payload), offsets, lengths, self.width, self._words(out), errors)
+            decode_kernel(readonly(payload), offsets, lengths, self._words(out), errors)
         bpc_stream.raise_entry_error(errors, DECODE_ERRORS)
         return out
 

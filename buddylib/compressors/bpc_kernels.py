@@ -2,13 +2,15 @@
 
 Three paths share one plane traversal (the layout below): the size path (``bits``: the
 exact code length, as fast as possible), the encoder (one MSB-first bit string per entry,
-written at a byte offset) and the decoder. W = 32 and W = 64 share every kernel; the width
-is an argument.
+written at a byte offset) and the decoder. W = 32 and W = 64 share every helper; each width
+has its own kernels, so that compiling one does not compile the other's code.
 
 Every kernel exists twice (:data:`KERNELS`): a parallel one, for one large buffer, and a
 serial copy that releases the GIL (``abc.serial``), for small inputs and for callers that
 parallelise across buffers on their own threads (numba's parallel kernels must not be
-entered from several threads at once).
+entered from several threads at once). Both call one compiled body per chunk of entries
+(the ``_chunk`` functions, ``abc.chunk_body``): the helpers are inlined once, not once per
+kernel, which is most of a cold compile.
 
 Speed comes from the layout: the per-plane work is a vectorised loop across planes, so the
 size path and the encoder cost no branch per plane; the encoder appends codes with a
@@ -26,7 +28,7 @@ import numba as nb
 import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-from buddylib.compressors.abc import serial
+from buddylib.compressors.abc import chunk_body, serial
 
 # ---- the plane layout, shared by the three paths ----
 #
@@ -159,6 +161,12 @@ def _plane_class(dbx, dbp, ones):
     return 4
 
 
+@nb.njit(inline="always")
+def _scratch():
+    """One entry's plane layout (see above), zeroed: the lanes past the planes must read as 0."""
+    return np.zeros(SCRATCH_WORDS, dtype=np.uint64)
+
+
 # ---- size path ----
 #
 # The plane loops below are written in the lanes' own integer type (uint32 for W = 32, uint16
@@ -212,27 +220,44 @@ def _planes_bits64(a16):
     return np.int64(total)
 
 
-@nb.njit(inline="always")
-def _entry_bits(words, e, width, a, a32, a16):
-    if width == 32:
+@chunk_body
+def _bits_chunk32(words, lo, hi, out, a):
+    """Code length in bits of W = 32 entries lo..hi-1 into out: the one compiled body that the
+    parallel and the serial size kernel both call (compiled once, not once per kernel)."""
+    a32 = a.view(np.uint32)
+    for e in range(lo, hi):
         base = _planes32(words, e, a, a32)
-        return _base_bits(base, 32) + _planes_bits32(a32)
-    base = _planes64(words, e, a)
-    return _base_bits(base, 64) + _planes_bits64(a16)
+        out[e] = _base_bits(base, 32) + _planes_bits32(a32)
+
+
+@chunk_body
+def _bits_chunk64(words, lo, hi, out, a):
+    """As :func:`_bits_chunk32` for W = 64."""
+    a16 = a.view(np.uint16)
+    for e in range(lo, hi):
+        base = _planes64(words, e, a)
+        out[e] = _base_bits(base, 64) + _planes_bits64(a16)
 
 
 @nb.njit(parallel=True, cache=True)
-def _bits_kernel(words, width):
-    """Code length in bits of every entry of ``words`` (uint16[E]): what the encoder will write."""
+def _bits_kernel32(words):
+    """Code length in bits of every W = 32 entry of ``words`` (uint16[E]): what the encoder will write."""
     n = words.shape[0]
     out = np.empty(n, dtype=np.uint16)
-    nchunks = (n + CHUNK - 1) // CHUNK
-    for c in nb.prange(nchunks):
-        a = np.zeros(SCRATCH_WORDS, dtype=np.uint64)
-        a32 = a.view(np.uint32)
-        a16 = a.view(np.uint16)
-        for e in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
-            out[e] = _entry_bits(words, e, width, a, a32, a16)
+    for c in nb.prange((n + CHUNK - 1) // CHUNK):
+        lo, hi = np.uint64(c * CHUNK), np.uint64(min(n, (c + 1) * CHUNK))
+        _bits_chunk32(words, lo, hi, out, _scratch())
+    return out
+
+
+@nb.njit(parallel=True, cache=True)
+def _bits_kernel64(words):
+    """As :func:`_bits_kernel32` for W = 64."""
+    n = words.shape[0]
+    out = np.empty(n, dtype=np.uint16)
+    for c in nb.prange((n + CHUNK - 1) // CHUNK):
+        lo, hi = np.uint64(c * CHUNK), np.uint64(min(n, (c + 1) * CHUNK))
+        _bits_chunk64(words, lo, hi, out, _scratch())
     return out
 
 
@@ -372,52 +397,87 @@ def _put_planes64(o32, acc, pos, sv, sl):
 
 
 @nb.njit(inline="always")
-def _encode_entry(words, e, width, a, a32, a16, sv32, sl32, sv16, sl16, o32):
-    """Entry e's code into the bytes of o32[1:] (big-endian words); return its length in bits."""
-    if width == 32:
-        base = _planes32(words, e, a, a32)
-        _symbols32(a32, sv32, sl32)
-        acc, pos = _put_base(o32, np.uint64(0), 0, base, 32)
-        acc, pos, run = _put_planes32(o32, acc, pos, sv32, sl32)
-    else:
-        base = _planes64(words, e, a)
-        _symbols64(a16, sv16, sl16)
-        acc, pos = _put_base(o32, np.uint64(0), 0, base, 64)
-        acc, pos, run = _put_planes64(o32, acc, pos, sv16, sl16)
-    rv, rn = _run_code(run, 5 if width == 32 else 6)  # the zero planes at the bottom
+def _finish(o32, acc, pos, run, rb):
+    """Append the run of zero planes at the bottom and store the last, partial word (left-aligned);
+    return the code's length in bits."""
+    rv, rn = _run_code(run, rb)
     acc, pos = _put(o32, acc, pos, rv, rn)
-    r = pos & 31  # the last, partial word, left-aligned
+    r = pos & 31
     o32[(np.uint64(pos) >> np.uint64(5)) + np.uint64(1)] = np.uint32(_bswap32(acc << np.uint64(32 - r)))
     return pos
 
 
-@nb.njit(parallel=True, cache=True)
-def _encode_kernel(words, width, offsets, payload, lengths):
-    """Write every entry's code at its offset; return how many entries' codes are not ``lengths``
-    long (a bug, never a data condition: those entries' bytes are not written)."""
-    n = words.shape[0]
-    nchunks = (n + CHUNK - 1) // CHUNK
+@nb.njit(inline="always")
+def _store(o8, nbits, payload, offset):
+    """Copy a code of ``nbits`` from the scratch o8[4:] to the payload at byte ``offset``."""
+    start = np.uint64(offset)  # unsigned indices: no negative-index wraparound, so LLVM vectorises
+    for i in range(np.uint64((nbits + 7) >> 3)):
+        payload[start + i] = o8[np.uint64(4) + i]
+
+
+@chunk_body
+def _encode_chunk32(words, lo, hi, offsets, payload, lengths, a, sv, sl, o32):
+    """Write the codes of W = 32 entries lo..hi-1 at their offsets; return how many entries' codes are
+    not ``lengths`` long (a bug, never a data condition: those entries' bytes are not written)."""
+    a32 = a.view(np.uint32)
+    o8 = o32.view(np.uint8)
     bad = 0
-    for c in nb.prange(nchunks):
-        a = np.zeros(SCRATCH_WORDS, dtype=np.uint64)
-        a32 = a.view(np.uint32)
-        a16 = a.view(np.uint16)
-        sv32 = np.empty(LANES32, dtype=np.uint32)
-        sl32 = np.empty(LANES32, dtype=np.uint32)
-        sv16 = np.empty(LANES64, dtype=np.uint16)
-        sl16 = np.empty(LANES64, dtype=np.uint16)
-        o32 = np.empty(CODE_WORDS32, dtype=np.uint32)
-        o8 = o32.view(np.uint8)
-        for e in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
-            nbits = _encode_entry(words, e, width, a, a32, a16, sv32, sl32, sv16, sl16, o32)
-            if nbits != lengths[e]:
-                bad += 1
-                continue
-            start = np.uint64(offsets[e])  # unsigned indices: no negative-index wraparound, so LLVM vectorises
-            for i in range(np.uint64((nbits + 7) >> 3)):
-                payload[start + i] = o8[np.uint64(4) + i]
+    for e in range(lo, hi):
+        base = _planes32(words, e, a, a32)
+        _symbols32(a32, sv, sl)
+        acc, pos = _put_base(o32, np.uint64(0), 0, base, 32)
+        acc, pos, run = _put_planes32(o32, acc, pos, sv, sl)
+        nbits = _finish(o32, acc, pos, run, 5)
+        if nbits != lengths[e]:
+            bad += 1
+        else:
+            _store(o8, nbits, payload, offsets[e])
     return bad
 
+
+@chunk_body
+def _encode_chunk64(words, lo, hi, offsets, payload, lengths, a, sv, sl, o32):
+    """As :func:`_encode_chunk32` for W = 64."""
+    a16 = a.view(np.uint16)
+    o8 = o32.view(np.uint8)
+    bad = 0
+    for e in range(lo, hi):
+        base = _planes64(words, e, a)
+        _symbols64(a16, sv, sl)
+        acc, pos = _put_base(o32, np.uint64(0), 0, base, 64)
+        acc, pos, run = _put_planes64(o32, acc, pos, sv, sl)
+        nbits = _finish(o32, acc, pos, run, 6)
+        if nbits != lengths[e]:
+            bad += 1
+        else:
+            _store(o8, nbits, payload, offsets[e])
+    return bad
+
+
+@nb.njit(parallel=True, cache=True)
+def _encode_kernel32(words, offsets, payload, lengths):
+    """Write every W = 32 entry's code at its offset; return the count of :func:`_encode_chunk32`."""
+    n = words.shape[0]
+    bad = 0
+    for c in nb.prange((n + CHUNK - 1) // CHUNK):
+        lo, hi = np.uint64(c * CHUNK), np.uint64(min(n, (c + 1) * CHUNK))
+        bad += _encode_chunk32(words, lo, hi, offsets, payload, lengths,
+                              _scratch(), np.empty(LANES32, dtype=np.uint32), np.empty(LANES32, dtype=np.uint32),
+                              np.empty(CODE_WORDS32, dtype=np.uint32))
+    return bad
+
+
+@nb.njit(parallel=True, cache=True)
+def _encode_kernel64(words, offsets, payload, lengths):
+    """As :func:`_encode_kernel32` for W = 64."""
+    n = words.shape[0]
+    bad = 0
+    for c in nb.prange((n + CHUNK - 1) // CHUNK):
+        lo, hi = np.uint64(c * CHUNK), np.uint64(min(n, (c + 1) * CHUNK))
+        bad += _encode_chunk64(words, lo, hi, offsets, payload, lengths,
+                              _scratch(), np.empty(LANES64, dtype=np.uint16), np.empty(LANES64, dtype=np.uint16),
+                              np.empty(CODE_WORDS32, dtype=np.uint32))
+    return bad
 
 
 # ---- decoder ----
@@ -641,43 +701,83 @@ def _words64(xb, base, a, a16, out, e):
 
 
 @nb.njit(inline="always")
-def _decode_entry(payload, start, length, width, s, s64, a, a32, a16, xb, out, e):
-    """Decode one entry's code into out[e]; return 0 or an error code of DECODE_ERRORS."""
+def _decode_entry32(payload, start, length, s, s64, a, a32, xb, out, e):
+    """Decode one W = 32 entry's code into out[e]; return 0 or an error code of DECODE_ERRORS."""
     err = _load_code(payload, start, length, s, s64)
     if err:
         return err
-    err, base, pos = _read_base(s64, length, width)
+    err, base, pos = _read_base(s64, length, 32)
     if err:
         return err
-    err = _read_planes(s64, pos, length, width, xb)
+    err = _read_planes(s64, pos, length, 32, xb)
     if err:
         return err
-    if width == 32:
-        return _words32(xb, base, a, a32, out, e)
+    return _words32(xb, base, a, a32, out, e)
+
+
+@nb.njit(inline="always")
+def _decode_entry64(payload, start, length, s, s64, a, a16, xb, out, e):
+    """As :func:`_decode_entry32` for W = 64."""
+    err = _load_code(payload, start, length, s, s64)
+    if err:
+        return err
+    err, base, pos = _read_base(s64, length, 64)
+    if err:
+        return err
+    err = _read_planes(s64, pos, length, 64, xb)
+    if err:
+        return err
     return _words64(xb, base, a, a16, out, e)
 
 
+@chunk_body
+def _decode_chunk32(payload, offsets, lengths, lo, hi, out, errors, s, s64, a, xb):
+    """Decode the codes of W = 32 entries lo..hi-1 into ``out``; errors[e]: 0 or entry e's error code.
+    The scratch arrays are arguments, so that LLVM knows they alias nothing else (``noalias``)."""
+    a32 = a.view(np.uint32)
+    for e in range(lo, hi):
+        errors[e] = _decode_entry32(payload, offsets[e], np.int64(lengths[e]), s, s64, a, a32, xb, out, e)
+
+
+@chunk_body
+def _decode_chunk64(payload, offsets, lengths, lo, hi, out, errors, s, s64, a, xb):
+    """Decode the codes of W = 64 entries lo..hi-1 into ``out``; errors[e]: 0 or entry e's error code.
+    The scratch arrays are arguments, so that LLVM knows they alias nothing else (``noalias``)."""
+    a16 = a.view(np.uint16)
+    for e in range(lo, hi):
+        errors[e] = _decode_entry64(payload, offsets[e], np.int64(lengths[e]), s, s64, a, a16, xb, out, e)
+
+
 @nb.njit(parallel=True, cache=True)
-def _decode_kernel(payload, offsets, lengths, width, out, errors):
-    """Decode every entry's code at its offset into ``out``; errors[e]: 0 or entry e's error code."""
+def _decode_kernel32(payload, offsets, lengths, out, errors):
+    """Decode every W = 32 entry's code at its offset into ``out``; errors[e]: 0 or entry e's error code."""
     n = lengths.shape[0]
-    nchunks = (n + CHUNK - 1) // CHUNK
-    for c in nb.prange(nchunks):
-        s = np.empty(SCRATCH_BYTES, dtype=np.uint8)
-        s64 = np.empty(CODE_WORDS, dtype=np.uint64)
-        a = np.zeros(SCRATCH_WORDS, dtype=np.uint64)
-        a32 = a.view(np.uint32)
-        a16 = a.view(np.uint16)
-        xb = np.empty(65, dtype=np.uint64)
-        for e in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
-            errors[e] = _decode_entry(payload, offsets[e], np.int64(lengths[e]), width, s, s64, a, a32, a16, xb,
-                                      out, e)
+    for c in nb.prange((n + CHUNK - 1) // CHUNK):
+        lo, hi = np.uint64(c * CHUNK), np.uint64(min(n, (c + 1) * CHUNK))
+        _decode_chunk32(payload, offsets, lengths, lo, hi, out, errors,
+                        np.empty(SCRATCH_BYTES, dtype=np.uint8), np.empty(CODE_WORDS, dtype=np.uint64),
+                        _scratch(), np.empty(65, dtype=np.uint64))
 
 
-# ---- the kernel pairs ----
+@nb.njit(parallel=True, cache=True)
+def _decode_kernel64(payload, offsets, lengths, out, errors):
+    """As :func:`_decode_kernel32` for W = 64."""
+    n = lengths.shape[0]
+    for c in nb.prange((n + CHUNK - 1) // CHUNK):
+        lo, hi = np.uint64(c * CHUNK), np.uint64(min(n, (c + 1) * CHUNK))
+        _decode_chunk64(payload, offsets, lengths, lo, hi, out, errors,
+                        np.empty(SCRATCH_BYTES, dtype=np.uint8), np.empty(CODE_WORDS, dtype=np.uint64),
+                        _scratch(), np.empty(65, dtype=np.uint64))
 
-#: (bits, encode, decode) kernels: parallel (``True``) and their serial, GIL-free copies (``False``).
+
+# ---- the kernels ----
+
+#: (bits, encode, decode) kernels by (parallel, width): the parallel ones (``True``), for one large buffer,
+#: and their serial, GIL-free copies (``False``). Each pair shares its compiled body (the ``_chunk``
+#: functions): the parallel kernel only splits the entries into chunks.
 KERNELS = {
-    True: (_bits_kernel, _encode_kernel, _decode_kernel),
-    False: (serial(_bits_kernel), serial(_encode_kernel), serial(_decode_kernel)),
+    (True, 32): (_bits_kernel32, _encode_kernel32, _decode_kernel32),
+    (True, 64): (_bits_kernel64, _encode_kernel64, _decode_kernel64),
+    (False, 32): (serial(_bits_kernel32), serial(_encode_kernel32), serial(_decode_kernel32)),
+    (False, 64): (serial(_bits_kernel64), serial(_encode_kernel64), serial(_decode_kernel64)),
 }
