@@ -32,12 +32,21 @@ from numba.core import event
 if TYPE_CHECKING:
     from buddylib.workloads import Workload
 
+#: The HPC workloads' kernels, warmed up by one set-up and one step at quick scale each, grouped so that
+#: workloads sharing a helper module (``_adi``, ``_libm``, ``_nas``, ``_d3q19``) compile it once. Their cold
+#: compile (~160 s of CPU in all) is most of what a test session or a report compiles, and without a warm-up
+#: each worker that runs a workload compiles it again.
+WORKLOADS = {"hpc:bt+sp": ("bt", "sp"), "hpc:cloverleaf": ("cloverleaf",), "hpc:lulesh": ("lulesh",),
+             "hpc:seismic+swim": ("seismic", "swim"), "hpc:hpgmg+mriq+ostencil": ("hpgmg", "mriq", "ostencil"),
+             "hpc:cg+ep": ("cg", "ep"), "hpc:md+minighost": ("md", "minighost"), "hpc:olbm+ilbdc": ("olbm", "ilbdc")}
 #: Groups of warm-up steps (:func:`steps`), each compiled by one process of :func:`warm`: a group's kernels
-#: share compiled helpers, so splitting a group would compile those twice.
-GROUPS = ("bpc32", "bpc64", "others")
-#: What :func:`compile_times` measures: :data:`GROUPS` and every HPC workload's kernels (one set-up and one
-#: step at quick scale each). The workloads are not warmed up: a test file runs each, in one worker.
-MEASURED = (*GROUPS, "workloads")
+#: share compiled helpers, so splitting a group would compile those twice. Longest cold compile first (bench
+#: ``compile.md``: about 46, 30, 28, 21, 21, 21, 15, 14, 10, 5, 5 s of CPU), so that a pool of one process
+#: per core ends at about the same time on every core.
+GROUPS = ("hpc:bt+sp", "hpc:cloverleaf", "hpc:lulesh", "bpc32", "bpc64", "hpc:seismic+swim",
+          "hpc:hpgmg+mriq+ostencil", "hpc:cg+ep", "others", "hpc:md+minighost", "hpc:olbm+ilbdc")
+#: The environment variable :func:`warm` sets once it has warmed numba's cache for this Python and cache folder.
+WARMED = "BUDDY_NUMBA_WARMED"
 
 
 @contextlib.contextmanager
@@ -56,7 +65,8 @@ def _paths(parallel: bool) -> Iterator[None]:
 def steps(group: str | None = None) -> dict[str, Callable[[], object]]:
     """The warm-up calls, by name: each calls the library's public functions on a tiny input, so the
     kernels see the argument types the library gives them (writable and read-only inputs, serial and
-    parallel paths). ``group``: one of :data:`GROUPS`, or None for all."""
+    parallel paths). ``group``: one of :data:`GROUPS`, or None for all the compressors' and caches' steps (the
+    workloads' only by their group)."""
     from buddylib import compressors
     from buddylib.compressors import BPC
     from buddylib.timing import caches
@@ -89,10 +99,10 @@ def steps(group: str | None = None) -> dict[str, Callable[[], object]]:
         lines = np.arange(100)
         out["metadata cache"] = lambda: caches.set_associative_hits(lines, 1024, 32, 2)
         out["page LRU"] = lambda: caches.page_faults(lines % 7, 4)
-    if group == "workloads":
+    if group in WORKLOADS:
         from buddylib import workloads
 
-        for name in workloads.names("hpc"):
+        for name in WORKLOADS[group]:
             out[f"{name} set-up and step"] = lambda name=name: _set_up_and_step(workloads.get(name))
     return out
 
@@ -107,18 +117,34 @@ def _set_up_and_step(workload: Workload) -> None:
 def warm(processes: int | None = None) -> float:
     """Compile (or load from numba's cache) every kernel a test session or a report needs: each group of
     :data:`GROUPS` in its own fresh process, ``processes`` (default: one per core) at a time, so a cold
-    cache costs the longest group rather than the sum. Returns the wall seconds it took."""
+    cache costs the longest group rather than the sum. Returns the wall seconds it took.
+
+    Once per cache in a tree of processes: it marks the environment (:data:`WARMED`), which the processes
+    started after it inherit (xdist's workers, dask's, papermill's kernels), so a call in one of them (e.g.
+    :func:`buddylib.reproduce.run` inside a test) returns at once instead of starting a process per group
+    again to find every kernel cached."""
+    key = _cache_key()
+    if os.environ.get(WARMED) == key:
+        return 0.0
     t = time.perf_counter()
     with ThreadPoolExecutor(processes or os.cpu_count() or 1) as pool:
         done = list(pool.map(_run_group, GROUPS))
     for group, proc in zip(GROUPS, done, strict=True):
         if proc.returncode:
             raise RuntimeError(f"warming numba's cache ({group}) failed:\n{proc.stderr[-4000:]}")
+    os.environ[WARMED] = key
     return time.perf_counter() - t
 
 
-def _run_group(group: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "buddylib.warm", group], capture_output=True, text=True,
+def _cache_key() -> str:
+    """Which cache a warm-up filled: numba's cache folder (its default: beside the sources) for this Python."""
+    return f"{sys.executable}|{os.environ.get('NUMBA_CACHE_DIR', '')}"
+
+
+def _run_group(group: str | list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """A fresh process running the steps of ``group`` (or of each group in a list)."""
+    groups = [group] if isinstance(group, str) else group
+    return subprocess.run([sys.executable, "-m", "buddylib.warm", *groups], capture_output=True, text=True,
                           env=env, check=False)
 
 
@@ -145,22 +171,22 @@ class _Clock(event.Listener):
                           "seconds": wall - child_wall, "cpu_seconds": cpu - child_cpu})
 
 
-def _measure(group: str | None) -> dict:
-    """Run the warm-up steps in this process, timing each and every compilation they trigger."""
+def _measure(groups: list[str | None]) -> dict:
+    """Run the warm-up steps of ``groups`` in this process, timing each and every compilation they trigger."""
     import numba as nb
 
     nb.njit(lambda x: x + 1)(1)  # numba's own start-up, paid by the first compilation of a process
     clock = _Clock()
     times = {}
     with event.install_listener("numba:compile", clock):
-        for name, fn in steps(group).items():
+        for name, fn in {k: v for g in groups for k, v in steps(g).items()}.items():
             t = time.perf_counter()
             fn()
             times[name] = time.perf_counter() - t
     return {"steps": times, "compiled": clock.rows}
 
 
-def compile_times(groups: tuple[str, ...] = MEASURED) -> tuple[list[dict], list[dict]]:
+def compile_times(groups: tuple[str, ...] = GROUPS) -> tuple[list[dict], list[dict]]:
     """Cold compile seconds of every kernel, each group of :data:`GROUPS` in a fresh process with an empty
     ``NUMBA_CACHE_DIR`` (one group at a time, so they do not compete for cores), then the same again
     from the cache that left. Returns ``(compiled, steps)``: one row per compiled kernel and signature
@@ -184,14 +210,16 @@ def _report(proc: subprocess.CompletedProcess, group: str) -> dict:
 
 
 def _main(argv: list[str]) -> int:
-    group = argv[0] if argv else None
-    if group is not None and group not in MEASURED:
-        raise SystemExit(f"usage: python -m buddylib.warm [{'|'.join(MEASURED)}]")
+    """``python -m buddylib.warm [GROUP ...]``: the steps of these groups (none: the compressors' and caches')."""
+    if set(argv) - set(GROUPS):
+        raise SystemExit(f"usage: python -m buddylib.warm [{'|'.join(GROUPS)}] ...")
+    groups: list[str | None] = list(argv) or [None]
     if os.environ.get("BUDDY_WARM_MEASURE"):
-        print(json.dumps(_measure(group)))
+        print(json.dumps(_measure(groups)))
     else:
-        for fn in steps(group).values():
-            fn()
+        for g in groups:
+            for fn in steps(g).values():
+                fn()
     return 0
 
 
@@ -199,7 +227,7 @@ if __name__ == "__main__":
     raise SystemExit(_main(sys.argv[1:]))
 
 
-def write_compile_times(out: Path, groups: tuple[str, ...] = MEASURED) -> dict[str, Path]:
+def write_compile_times(out: Path, groups: tuple[str, ...] = GROUPS) -> dict[str, Path]:
     """Measure :func:`compile_times` and write it under ``out``: ``compile.csv`` (one row per kernel and
     signature), ``compile_steps.csv`` (per warm-up step, cold and from the cache) and ``compile.md``."""
     import pandas as pd

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from buddylib import warm
 
 #: In a fresh process: the warm-up steps, then the library's own calls on every kind of input (writable
@@ -71,9 +73,26 @@ def test_the_library_compiles_no_signature_the_warm_up_does_not(tmp_path: Path) 
 
 def test_after_the_warm_up_a_fresh_process_compiles_nothing() -> None:
     """What xdist's workers and dask's rely on: once :func:`warm.warm` ran, numba's cache holds every kernel
-    signature the warm-up steps use, so a new process only loads them."""
+    signature the warm-up steps use, so a new process (one for all the groups' steps) only loads them."""
     warm.warm()
-    for group in warm.GROUPS:
-        proc = subprocess.run([sys.executable, "-m", "buddylib.warm", group], capture_output=True, text=True,
-                              check=True, env={**os.environ, "BUDDY_WARM_MEASURE": "1"})
-        assert json.loads(proc.stdout.splitlines()[-1])["compiled"] == [], group
+    proc = warm._run_group(list(warm.GROUPS), {**os.environ, "BUDDY_WARM_MEASURE": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    done = json.loads(proc.stdout.splitlines()[-1])
+    assert done["compiled"] == []
+    ran = {s.removesuffix(" set-up and step") for s in done["steps"]}
+    assert ran >= {n for names in warm.WORKLOADS.values() for n in names}
+
+
+def test_warm_once_per_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process under one that warmed the same cache (an xdist worker, a dask worker) starts no process;
+    another cache folder is warmed, and then marked."""
+    started: list[str] = []
+    monkeypatch.setattr(warm, "_run_group", lambda g: started.append(g) or subprocess.CompletedProcess([], 0))
+    monkeypatch.setenv("NUMBA_CACHE_DIR", "/tmp/one")
+    monkeypatch.setenv(warm.WARMED, warm._cache_key())
+    assert warm.warm() == 0.0 and started == []
+    monkeypatch.setenv("NUMBA_CACHE_DIR", "/tmp/other")
+    warm.warm()
+    assert started == list(warm.GROUPS) and os.environ[warm.WARMED].endswith("|/tmp/other")
+    warm.warm()
+    assert started == list(warm.GROUPS)
