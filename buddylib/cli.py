@@ -230,11 +230,15 @@ def _json_row(row: dict) -> dict:
     return out
 
 
+#: How long ``--scheduler`` waits for a scheduler to answer (dask retries a refused connection until then).
+CONNECT_TIMEOUT = "10s"
+
+
 def _client(address: str):
     from distributed import Client
 
     try:
-        return Client(address, timeout="10s")
+        return Client(address, timeout=CONNECT_TIMEOUT)
     except (OSError, TimeoutError) as exc:
         raise ValueError(f"--scheduler {address}: cannot connect to a dask scheduler ({exc})") from exc
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from buddylib import cli
 from buddylib.cli import main
 
 COMPRESSOR = "bpc32"
@@ -319,7 +320,8 @@ def test_scheduler_gives_the_same_numbers(capsys, tmp_path, files):
     assert len(local["allocations"]) == 5
 
 
-def test_scheduler_unreachable(capsys, tmp_path, files):
+def test_scheduler_unreachable(capsys, tmp_path, files, monkeypatch):
+    monkeypatch.setattr(cli, "CONNECT_TIMEOUT", "1s")  # the message, not dask's retries, is what is checked
     _fails(capsys, tmp_path, [files / "act.npy", "--scheduler", "tcp://127.0.0.1:1"],
            "--scheduler tcp://127.0.0.1:1", "cannot connect")
 
