@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 
@@ -70,13 +71,37 @@ class TestHPC(_EveryWorkload):
             assert workloads.get(name).run("quick", seed=0, compressors=["bpc32"]).digest == quick_run.digest
 
 
+#: The networks whose training step the _DL tests check (biglstm, minilm, efficientnet_lite0: in their own files).
+CNNS = ["alexnet", "vgg16", "resnet50", "squeezenet", "inception", "resnet50_bf16"]
+LMS = ["lstm", "transformer", "transformer_bf16"]
+MIXED = ["resnet50_bf16", "transformer_bf16"]
+ADAM = [*LMS, "resnet50_bf16"]
+NAMES = CNNS + LMS
+STEP_KINDS = {"weights", "gradients", "optimizer", "activations", "input"}
+
+
+def _trains(run: workloads.Run, names: list[str], why: str = "tested in its own file") -> str:
+    """The run's network, if a test of ``names`` checks it; else the test is skipped (``why``)."""
+    name = run.workload.name
+    if name not in names:
+        pytest.skip(why)
+    return name
+
+
+def _bytes(tensors) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
 class _DL(_EveryWorkload):
     def test_same_seed_same_bytes(self, quick_run: workloads.Run, monkeypatch: pytest.MonkeyPatch) -> None:
         """The same seed gives the same bytes: those of a second run here. That second run is the fixture check's
         (:func:`buddylib.fixtures.check`): remade here, the run (and its mini-batch measurement, for the networks
         of notebook 07) holds the committed fixture's allocations, with ideal ratios (device bytes) within the
         stated tolerance. (PyTorch's kernels differ per instruction set: not the fixture's bytes.)"""
+        import torch
+
         name = quick_run.workload.name
+        threads, rng, det = torch.get_num_threads(), torch.get_rng_state(), torch.are_deterministic_algorithms_enabled()
         saved: list[workloads.Run] = []
         save = workloads.Run.save
         monkeypatch.setattr(workloads.Run, "save", lambda run, folder: saved.append(run) or save(run, folder))
@@ -86,6 +111,106 @@ class _DL(_EveryWorkload):
         assert report.ok.all(), report.to_string()
         assert report.structure_equal.all(), report.to_string()
         assert report.max_rel_change.max() <= fixtures.TOLERANCE
+        assert getattr(saved[0].workload, "losses", None) == getattr(quick_run.workload, "losses", None)
+        assert torch.get_num_threads() == threads and torch.equal(torch.get_rng_state(), rng)
+        assert torch.are_deterministic_algorithms_enabled() == det
+
+    # a training step's tensors and profile, checked on the same quick run (each network runs once for them all)
+
+    def test_loss_falls(self, quick_run: workloads.Run) -> None:
+        from buddylib.workloads.dl.data import PHOTOS, VOCAB
+
+        run, name = quick_run, _trains(quick_run, NAMES)
+        w = run.workload
+        losses = np.array(w.losses)
+        assert len(losses) == w.n_steps and np.isfinite(losses).all()
+        k = max(2, len(losses) // 8)
+        first, last = losses[:k].mean(), losses[-k:].mean()
+        assert last < 0.9 * first, f"{name}: loss {first:.3f} -> {last:.3f}"
+        start = math.log(len(PHOTOS) if name in CNNS else VOCAB)  # untrained: about ln(classes)
+        assert first == pytest.approx(start, rel=0.5)
+
+    def test_snapshot_holds_every_kind_with_its_bytes(self, quick_run: workloads.Run) -> None:
+        run, name = quick_run, _trains(quick_run, NAMES)
+        w = run.workload
+        snap = run.snapshots[-1]
+        by_kind: dict[str, int] = {}
+        for a in snap.allocations:
+            by_kind[a.kind] = by_kind.get(a.kind, 0) + a.nbytes
+        assert STEP_KINDS <= set(by_kind) <= STEP_KINDS | {"other", "half_weights"}
+        params = dict(w.model.named_parameters())
+        p_bytes = _bytes(params.values())
+        assert by_kind["weights"] == p_bytes
+        assert by_kind["gradients"] == p_bytes
+        per_param = 2 if name in ADAM else 1  # Adam: exp_avg, exp_avg_sq; SGD: momentum_buffer
+        assert by_kind["optimizer"] == per_param * p_bytes
+        assert by_kind["input"] == w.x.nbytes + w.y.nbytes
+        assert by_kind["activations"] > 0
+        named = {a.name: a for a in snap.allocations}
+        state = ("exp_avg", "exp_avg_sq") if name in ADAM else ("momentum_buffer",)
+        for n, p in params.items():
+            assert named[n].kind == "weights" and named[n].nbytes == p.numel() * p.element_size()
+            assert named[f"{n}.grad"].kind == "gradients"
+            assert all(named[f"{n}.{s}"].kind == "optimizer" for s in state)
+        # step 0 comes before any training: weights and the first batch only
+        assert {a.kind for a in run.snapshots[0].allocations} <= {"weights", "input", "other"}
+        assert run.snapshots[0].allocations and len(run.snapshots) >= 6
+
+    def test_mixed_precision_keeps_fp32_masters_and_saves_bf16_copies(self, quick_run: workloads.Run) -> None:
+        """fp32 parameters, gradients and Adam moments; a bf16 copy of every convolution/linear weight; bf16
+        activations."""
+        import torch
+
+        run = quick_run
+        _trains(run, MIXED, "bf16 mixed precision only")
+        w = run.workload
+        allocs = w.allocations()
+        params = dict(w.model.named_parameters())
+        assert all(p.dtype == torch.float32 and p.grad.dtype == torch.float32 for p in params.values())
+        assert all(a.dtype == np.float32 for a, kind in allocs.values()
+                   if kind in ("weights", "gradients", "optimizer"))
+        half = {n: a for n, (a, kind) in allocs.items() if kind == "half_weights"}
+        matmul = {n for n, m in w.model.named_modules() if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))}
+        expected = {w.param_names[id(m.weight)] for n, m in w.model.named_modules() if n in matmul}
+        assert {n.removesuffix(".bf16") for n in half} == expected
+        lr = w.optimizer.param_groups[0]["lr"]
+        for n, a in half.items():
+            p = params[n.removesuffix(".bf16")].detach()
+            copy = torch.from_numpy(a).view(torch.bfloat16).float().reshape(p.shape)
+            # the copy was made before the last Adam step, which moves each weight by about lr at most
+            assert torch.allclose(copy, p, rtol=2**-7, atol=3 * lr), n
+        acts = [a for a, kind in allocs.values() if kind == "activations"]
+        bf16 = sum(a.nbytes for a in acts if a.dtype == np.int16)
+        assert bf16 > 0.5 * sum(a.nbytes for a in acts)
+
+    def test_saved_activations_hold_relu_zeros(self, quick_run: workloads.Run) -> None:
+        import torch
+
+        run, name = quick_run, _trains(quick_run, CNNS, "CNNs only")
+        acts = {n: a for n, (a, kind) in run.workload.allocations().items() if kind == "activations"}
+        relu = [a for n, a in acts.items() if "relu" in n or "activation" in n or n.startswith("act.features")]
+        vals = [torch.from_numpy(a).view(torch.bfloat16).float().numpy() if a.dtype == np.int16 else a for a in relu]
+        zeros = np.mean(np.concatenate([np.asarray(a).ravel() == 0 for a in vals if a.dtype == np.float32]))
+        assert 0.2 < zeros < 0.95, f"{name}: {zeros:.2f} of saved ReLU outputs are zero"
+
+    def test_profile_replays_one_step(self, quick_run: workloads.Run) -> None:
+        run = quick_run
+        _trains(run, NAMES)
+        live = {a.name: a for a in run.snapshots[-1].allocations}
+        kernels = run.profile.kernels
+        phases = [k.name.split(".")[0] for k in kernels]
+        assert phases[0] == "fwd" and phases[-1] == "optimizer" and "bwd" in phases
+        assert phases.index("bwd") > max(i for i, p in enumerate(phases) if p == "fwd")
+        for k in kernels:
+            for a in k.accesses:
+                assert a.allocation in live, f"{k.name} -> {a.allocation}"
+        touched = {a.allocation for k in kernels for a in k.accesses}
+        assert {a.kind for a in live.values() if a.name in touched} >= STEP_KINDS
+        grads_written = {a.allocation for k in kernels if k.name.startswith("bwd")
+                         for a in k.accesses if a.mode == "write"}
+        assert {n for n, a in live.items() if a.kind == "gradients"} <= grads_written
+        fwd, bwd = (sum(k.flops for k in kernels if k.name.startswith(p)) for p in ("fwd", "bwd"))
+        assert 1.5 * fwd < bwd < 2.5 * fwd  # backward costs about twice the forward
 
 
 @_each("dl")
