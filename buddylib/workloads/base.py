@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import contextvars
+import functools
 import hashlib
 import json
 import os
 import time
-from collections.abc import Iterator, Sequence
+import types
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -54,6 +57,11 @@ PATTERNS = ("stream", "strided", "gather", "random")
 MODES = ("read", "write", "readwrite")
 
 
+#: Whether the step running now has more than one numba thread (set by :func:`threads_for`), which is where
+#: :func:`grid_kernel` runs its parallel compile.
+_PARALLEL_STEP: contextvars.ContextVar[bool] = contextvars.ContextVar("parallel_step", default=False)
+
+
 @contextlib.contextmanager
 def threads_for(points: int) -> Iterator[None]:
     """numba threads for a step over ``points`` grid points: all on big problems and an idle machine,
@@ -61,8 +69,35 @@ def threads_for(points: int) -> Iterator[None]:
     oversubscribed threads lose badly). Workload kernels reduce nothing across threads, so the bytes
     are the same either way."""
     busy = getattr(os, "getloadavg", lambda: (0.0,))()[0] >= nb.config.NUMBA_NUM_THREADS
-    with numba_threads(1 if points < 1 << 16 or busy else nb.config.NUMBA_NUM_THREADS):
-        yield
+    n = 1 if points < 1 << 16 or busy else nb.config.NUMBA_NUM_THREADS
+    token = _PARALLEL_STEP.set(n > 1)
+    try:
+        with numba_threads(n):
+            yield
+    finally:
+        _PARALLEL_STEP.reset(token)
+
+
+def grid_kernel(f: Callable) -> Callable:
+    """Compile a workload kernel whose outer loop is ``prange`` twice from its one body, each on first use:
+    serial (``prange`` runs as ``range``) where the step has one numba thread, parallel where it has more
+    (inside :func:`threads_for` on big problems on an idle machine). A parallel compile costs two to three times a
+    serial one (CloverLeaf's kernels from a cold cache: 19.5 against 7.0 s of CPU), and the quick scale that
+    tests run, and ``make reproduce``'s single-threaded workers, never need it. Outside a step
+    (e.g. a set-up), serial. The kernels reduce nothing across threads,
+    so both give the same bytes."""
+    serial = nb.njit(cache=True)(f)
+    twin = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+    twin.__qualname__ = f"{f.__qualname__}_parallel"  # its own cache file: numba's cache keys by name, not flags
+    twin.__module__ = f.__module__
+    parallel = nb.njit(parallel=True, cache=True)(twin)
+
+    @functools.wraps(f)
+    def kernel(*args: Any) -> Any:
+        return (kernel.parallel if _PARALLEL_STEP.get() else kernel.serial)(*args)  # type: ignore[attr-defined]
+
+    kernel.serial, kernel.parallel = serial, parallel  # type: ignore[attr-defined]
+    return kernel
 
 
 def footprint_bytes(scale: str | float) -> int:

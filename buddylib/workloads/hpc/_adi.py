@@ -28,7 +28,7 @@ from typing import ClassVar
 import numba as nb
 import numpy as np
 
-from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload, threads_for
+from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload, grid_kernel, threads_for
 
 # NPB set_constants
 C1, C2, C3, C4, C5 = 1.4, 0.4, 0.1, 1.0, 1.4
@@ -195,7 +195,7 @@ def initialize(u, gp0, gp1, gp2, ce):
                         u[m, k, j, i] = _exact(xi, eta, zeta, ce, m)
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def compute_rhs(u, rhs, forcing, rho_i, us, vs, ws, qs, square, speed, gp0, gp1, gp2, dt, with_speed):
     """NPB compute_rhs: auxiliary fields, then forcing + flux differences + dissipation, times dt."""
     for k in nb.prange(gp2):
@@ -275,7 +275,7 @@ def compute_rhs(u, rhs, forcing, rho_i, us, vs, ws, qs, square, speed, gp0, gp1,
                     rhs[m, k, j, i] = (rhs[m, k, j, i] + acc[m]) * dt
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def add(u, rhs, gp0, gp1, gp2):
     """u += rhs on the interior."""
     for k in nb.prange(1, gp2 - 1):

@@ -51,7 +51,7 @@ from typing import ClassVar
 import numba as nb
 
 from buddylib.workloads import register
-from buddylib.workloads.base import Access, Kernel
+from buddylib.workloads.base import Access, Kernel, grid_kernel
 from buddylib.workloads.hpc._adi import ADI, C1, C2, C3C4, C1345, CON43, DCOEF, line, sweep
 
 #: NPB class S reference after 60 steps at dt = 0.01 on 12^3: RMS residual / dt, RMS error
@@ -173,7 +173,7 @@ def bt_line(fjac, njac, lhs, r, u, rho_i, qs, square, n, d, dtt1, dtt2):
     block_tridiag_line(lhs, r, n)
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _solve(d, rhs, fjac, njac, lhs, u, rho_i, qs, square, gp0, gp1, gp2, dt):
     """x_solve (d=0), y_solve (d=1) or z_solve (d=2): Jacobians, blocks and block Thomas on every line."""
     n, dtt1, dtt2, outer, inner = sweep(d, gp0, gp1, gp2, dt)

@@ -54,7 +54,7 @@ import numba as nb
 import numpy as np
 
 from buddylib.workloads import register
-from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload, threads_for
+from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload, grid_kernel, threads_for
 
 #: array index of the first interior cell in x and y (CloverLeaf's x_min with a two-deep halo)
 MIN = 2
@@ -95,7 +95,7 @@ def _reflect(a, xnode, ynode, sx, sy, x_max, y_max):
 
 # ---------------------------------------------------------------- timestep kernels
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _ideal_gas(x_max, y_max, density, energy, pressure, soundspeed):
     for k in nb.prange(MIN, y_max + 1):
         for j in range(MIN, x_max + 1):
@@ -107,7 +107,7 @@ def _ideal_gas(x_max, y_max, density, energy, pressure, soundspeed):
             soundspeed[k, j] = np.sqrt(sound_speed_squared)
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _viscosity(x_max, y_max, celldx, celldy, density0, pressure, viscosity, xvel0, yvel0):
     """Wilkins' artificial viscosity: non-zero only in cells under compression."""
     for k in nb.prange(MIN, y_max + 1):
@@ -137,7 +137,7 @@ def _viscosity(x_max, y_max, celldx, celldy, density0, pressure, viscosity, xvel
                 viscosity[k, j] = 2.0 * density0[k, j] * grad * grad * limiter * limiter
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _calc_dt(x_max, y_max, xarea, yarea, celldx, celldy, volume, density0, viscosity, soundspeed, xvel0, yvel0,
              dt_min):
     """Per-cell stable time step into ``dt_min`` (a work array); the caller min-reduces it."""
@@ -172,7 +172,7 @@ def _min_interior(x_max, y_max, a):
 
 # ---------------------------------------------------------------- Lagrangian kernels
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _pdv(predict, x_max, y_max, dt, xarea, yarea, volume, density0, density1, energy0, energy1, pressure, viscosity,
          xvel0, xvel1, yvel0, yvel1, volume_change):
     """Cell volume change from the face velocities; PdV work into the internal energy."""
@@ -205,7 +205,7 @@ def _pdv(predict, x_max, y_max, dt, xarea, yarea, volume, density0, density1, en
             density1[k, j] = density0[k, j] * volume_change[k, j]
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _revert(x_max, y_max, density0, density1, energy0, energy1):
     for k in nb.prange(MIN, y_max + 1):
         for j in range(MIN, x_max + 1):
@@ -213,7 +213,7 @@ def _revert(x_max, y_max, density0, density1, energy0, energy1):
             energy1[k, j] = energy0[k, j]
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _accelerate(x_max, y_max, dt, xarea, yarea, volume, density0, pressure, viscosity, xvel0, yvel0, xvel1, yvel1,
                 stepbymass):
     """Nodal velocities from the pressure and viscosity forces on the surrounding faces."""
@@ -235,7 +235,7 @@ def _accelerate(x_max, y_max, dt, xarea, yarea, volume, density0, pressure, visc
                                              + yarea[k, j - 1] * (viscosity[k, j - 1] - viscosity[k - 1, j - 1]))
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _flux_calc(x_max, y_max, dt, xarea, yarea, xvel0, yvel0, xvel1, yvel1, vol_flux_x, vol_flux_y):
     for k in nb.prange(MIN, y_max + 1):
         for j in range(MIN, x_max + 2):
@@ -257,7 +257,7 @@ def _vanleer(diffuw, diffdw, sigma3, sigma4, weight):
     return 0.0
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _advec_cell(xdir, sweep_number, x_max, y_max, vertexdx, vertexdy, volume, density1, energy1, mass_flux_x,
                 vol_flux_x, mass_flux_y, vol_flux_y, pre_vol, post_vol, pre_mass, post_mass, advec_vol, post_ener,
                 ener_flux):
@@ -339,7 +339,7 @@ def _mom_limiter(vdiffuw, vdiffdw, sigma, width, width_dif):
     return 0.0
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _advec_mom_nodes(xdir, sweep_number, x_max, y_max, mass_flux_x, vol_flux_x, mass_flux_y, vol_flux_y, volume,
                      density1, node_flux, node_mass_post, node_mass_pre, pre_vol, post_vol):
     """advec_mom, first half: staggered-cell mass flux and masses before and after the sweep.
@@ -388,7 +388,7 @@ def _advec_mom_nodes(xdir, sweep_number, x_max, y_max, mass_flux_x, vol_flux_x, 
                 node_mass_pre[k, j] = node_mass_post[k, j] - node_flux[k - 1, j] + node_flux[k, j]
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _advec_mom_vel(vel1, xdir, x_max, y_max, node_flux, node_mass_post, node_mass_pre, advec_vel, mom_flux, celldx,
                    celldy):
     """advec_mom, second half: van Leer momentum flux and the update of one velocity component."""
@@ -426,7 +426,7 @@ def _advec_mom_vel(vel1, xdir, x_max, y_max, node_flux, node_mass_post, node_mas
                     / node_mass_post[k, j]
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _reset_field(x_max, y_max, density0, density1, energy0, energy1, xvel0, xvel1, yvel0, yvel1):
     for k in nb.prange(MIN, y_max + 1):
         for j in range(MIN, x_max + 1):

@@ -79,7 +79,7 @@ import numba as nb
 import numpy as np
 
 from buddylib.workloads import register
-from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload, threads_for
+from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload, grid_kernel, threads_for
 
 # LULESH Domain constants
 E_CUT, P_CUT, Q_CUT, V_CUT, U_CUT = 1.0e-7, 1.0e-7, 1.0e-7, 1.0e-10, 1.0e-7
@@ -260,7 +260,7 @@ def _char_length(x, y, z, volume):
 
 # --- kernels --------------------------------------------------------------------------------
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _volume_force(a, n, nodes, x, y, z, xd, yd, zd, p, q, v, volo, ss, elem_mass, fx_elem, fy_elem, fz_elem,
                   hg_power):
     """CalcVolumeForceForElems: stress (-p-q) through the node normals plus FB hourglass forces, per corner.
@@ -313,7 +313,7 @@ def _volume_force(a, n, nodes, x, y, z, xd, yd, zd, p, q, v, volo, ss, elem_mass
         hg_power[pl] = power if not bad else np.nan
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _gather_forces(a, n, start, corners, fx_elem, fy_elem, fz_elem, fx, fy, fz):
     """Sum each node's corner forces through nodeElemStart / nodeElemCornerList."""
     nn = n + 1
@@ -330,7 +330,7 @@ def _gather_forces(a, n, start, corners, fx_elem, fy_elem, fz_elem, fx, fy, fz):
                 fx[g], fy[g], fz[g] = sx, sy, sz
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _nodal_update(a, n, fx, fy, fz, mass, xdd, ydd, zdd, xd, yd, zd, x, y, z, symm_x, symm_y, symm_z, dt):
     """CalcAccelerationForNodes, ApplyAccelerationBoundaryConditions, CalcVelocity/PositionForNodes."""
     nn = n + 1
@@ -360,7 +360,7 @@ def _nodal_update(a, n, fx, fy, fz, mass, xdd, ydd, zdd, xd, yd, zd, x, y, z, sy
                 z[g] += zd[g] * dt
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _kinematics(a, n, nodes, x, y, z, xd, yd, zd, volo, v, vnew, delv, arealg, dxx, dyy, dzz, vdov, dt):
     """CalcKinematicsForElems + CalcLagrangeElements: new volume, characteristic length, strain rates."""
     for pl in nb.prange(a):
@@ -398,7 +398,7 @@ def _kinematics(a, n, nodes, x, y, z, xd, yd, zd, volo, v, vnew, delv, arealg, d
                 dzz[k] = d2 - third
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _q_gradients(a, n, nodes, x, y, z, xd, yd, zd, volo, vnew,
                  delx_xi, delx_eta, delx_zeta, delv_xi, delv_eta, delv_zeta):
     """CalcMonotonicQGradientsForElems: element length scales and velocity gradients per direction."""
@@ -482,7 +482,7 @@ def _phi(delv, ielem, nb_m, nb_p, bc, mask_m, symm_m, free_m, mask_p, symm_p, fr
     return phi
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _monotonic_q(a, n, reg_list, elem_bc, lxim, lxip, letam, letap, lzetam, lzetap,
                  delv_xi, delv_eta, delv_zeta, delx_xi, delx_eta, delx_zeta, vdov, elem_mass, volo, vnew, ql, qq):
     """CalcMonotonicQRegionForElems over the region lists: linear and quadratic Q terms per element."""
@@ -532,7 +532,7 @@ def _ssc(pbvc, e, vv, bvc, p):
     return 0.3333333e-18 if s <= 0.1111111e-36 else math.sqrt(s)
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _eos(a, n, reg_list, e, p, q, ql, qq, delv, vnew, v, ss):
     """ApplyMaterialPropertiesForElems / EvalEOSForElems / CalcEnergyForElems / CalcSoundSpeed, then v = vnew."""
     nsq = n * n

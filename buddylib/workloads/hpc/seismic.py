@@ -61,7 +61,7 @@ import numba as nb
 import numpy as np
 
 from buddylib.workloads import register
-from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload, threads_for
+from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload, grid_kernel, threads_for
 from buddylib.workloads.hpc import _libm
 
 DELTA = 10.0  # m, grid spacing in x, y and z
@@ -78,7 +78,7 @@ MATERIAL = ("rho", "lambda", "mu")
 PROFILES = tuple(f"{c}_{d}{h}" for d in "xyz" for c in ("a", "b", "K") for h in ("", "_half"))
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _stress_diag(vx, vy, vz, sxx, syy, szz, m_dvx_dx, m_dvy_dy, m_dvz_dz, lam, mu, a_x_half, b_x_half, K_x_half,
                  a_y, b_y, K_y, a_z, b_z, K_z, dt, inv_d):
     nz, ny, nx = vx.shape
@@ -101,7 +101,7 @@ def _stress_diag(vx, vy, vz, sxx, syy, szz, m_dvx_dx, m_dvy_dy, m_dvz_dz, lam, m
                 szz[k, j, i] = dt_lambda * (dvx_dx + dvy_dy) + dt_l2mu * dvz_dz + szz[k, j, i]
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _stress_xy(vx, vy, sxy, m_dvy_dx, m_dvx_dy, mu, a_x, b_x, K_x, a_y_half, b_y_half, K_y_half, dt, inv_d):
     nz, ny, nx = vx.shape
     for k in nb.prange(0, nz):
@@ -116,7 +116,7 @@ def _stress_xy(vx, vy, sxy, m_dvy_dx, m_dvx_dy, mu, a_x, b_x, K_x, a_y_half, b_y
                 sxy[k, j, i] = dt * mu[k, j, i] * (dvy_dx + dvx_dy) + sxy[k, j, i]
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _stress_xz_yz(vx, vy, vz, sxz, syz, m_dvz_dx, m_dvx_dz, m_dvz_dy, m_dvy_dz, mu, a_x, b_x, K_x, a_y_half, b_y_half,
                   K_y_half, a_z_half, b_z_half, K_z_half, dt, inv_d):
     nz, ny, nx = vx.shape
@@ -141,7 +141,7 @@ def _stress_xz_yz(vx, vy, vz, sxz, syz, m_dvz_dx, m_dvx_dz, m_dvz_dy, m_dvy_dz, 
                 syz[k, j, i] = dt * mu[k, j, i] * (dvz_dy + dvy_dz) + syz[k, j, i]
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _velocity_xy(vx, vy, sxx, syy, sxy, sxz, syz, m_dsxx_dx, m_dsxy_dy, m_dsxz_dz, m_dsxy_dx, m_dsyy_dy, m_dsyz_dz,
                  rho, a_x, b_x, K_x, a_x_half, b_x_half, K_x_half, a_y, b_y, K_y, a_y_half, b_y_half, K_y_half,
                  a_z, b_z, K_z, dt, inv_d):
@@ -173,7 +173,7 @@ def _velocity_xy(vx, vy, sxx, syy, sxy, sxz, syz, m_dsxx_dx, m_dsxy_dy, m_dsxz_d
                 vy[k, j, i] = dt / rho[k, j, i] * (dsxy_dx + dsyy_dy + dsyz_dz) + vy[k, j, i]
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _velocity_z(vz, szz, sxz, syz, m_dsxz_dx, m_dsyz_dy, m_dszz_dz, rho, a_x_half, b_x_half, K_x_half, a_y, b_y, K_y,
                 a_z_half, b_z_half, K_z_half, dt, inv_d):
     nz, ny, nx = vz.shape
@@ -192,7 +192,7 @@ def _velocity_z(vz, szz, sxz, syz, m_dsxz_dx, m_dsyz_dy, m_dszz_dz, rho, a_x_hal
                 vz[k, j, i] = dt / rho[k, j, i] * (dsxz_dx + dsyz_dy + dszz_dz) + vz[k, j, i]
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _energy(npml, vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, rho, lam, mu):
     """Kinetic and strain energy of the medium inside the absorbing layers (J per m^3 of cell volume)."""
     nz, ny, nx = vx.shape

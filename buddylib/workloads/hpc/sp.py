@@ -57,7 +57,7 @@ from typing import ClassVar
 import numba as nb
 
 from buddylib.workloads import register
-from buddylib.workloads.base import Access, Kernel
+from buddylib.workloads.base import Access, Kernel, grid_kernel
 from buddylib.workloads.hpc._adi import ADI, BT, C1C5, C2, C2IV, C3C4, CON43, DCOEF, DSSP, line, sweep
 
 #: NPB class S reference after 100 steps at dt = 0.015 on 12^3: RMS residual / dt, RMS error
@@ -161,7 +161,7 @@ def sp_line(lhs, lhsp, lhsm, rhon, r, cv, rho_i, speed, n, dtt1, dtt2, dd, dt):
     penta_line(lhsm, r, 4, 5, n)
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _txinvr(rhs, rho_i, us, vs, ws, speed, qs, gp0, gp1, gp2):
     for k in nb.prange(1, gp2 - 1):
         for j in range(1, gp1 - 1):
@@ -178,7 +178,7 @@ def _txinvr(rhs, rho_i, us, vs, ws, speed, qs, gp0, gp1, gp2):
                 rhs[4, k, j, i] = t2 + t3
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _ninvr_pinvr(rhs, gp0, gp1, gp2, pinvr):
     for k in nb.prange(1, gp2 - 1):
         for j in range(1, gp1 - 1):
@@ -199,7 +199,7 @@ def _ninvr_pinvr(rhs, gp0, gp1, gp2, pinvr):
                 rhs[4, k, j, i] = t1 + t2
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _tzetar(rhs, u, us, vs, ws, speed, qs, gp0, gp1, gp2):
     for k in nb.prange(1, gp2 - 1):
         for j in range(1, gp1 - 1):
@@ -218,7 +218,7 @@ def _tzetar(rhs, u, us, vs, ws, speed, qs, gp0, gp1, gp2):
                 rhs[4, k, j, i] = uzik1 * (-xvel * r2 + yvel * r1) + qs[k, j, i] * t2 + C2IV * ac * ac * t1 + zvel * t3
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _solve(d, rhs, lhs, lhsp, lhsm, rhon, vel, rho_i, speed, gp0, gp1, gp2, dt):
     """x_solve (d=0), y_solve (d=1) or z_solve (d=2): every grid line of direction d."""
     n, dtt1, dtt2, outer, inner = sweep(d, gp0, gp1, gp2, dt)

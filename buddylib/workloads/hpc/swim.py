@@ -43,14 +43,14 @@ import numba as nb
 import numpy as np
 
 from buddylib.workloads import register
-from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload, threads_for
+from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload, grid_kernel, threads_for
 from buddylib.workloads.hpc import _libm
 
 DT, DX, DY, A, ALPHA = 20.0, 0.25e5, 0.25e5, 1.0e6, 0.001
 NAMES = ("u", "v", "p", "unew", "vnew", "pnew", "uold", "vold", "pold", "cu", "cv", "z", "h", "psi")
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _calc1(u, v, p, cu, cv, z, h, fsdx, fsdy):
     n, m = p.shape[0] - 1, p.shape[1] - 1
     for j in nb.prange(n):
@@ -78,7 +78,7 @@ def _calc1(u, v, p, cu, cv, z, h, fsdx, fsdy):
     h[n, m] = h[0, 0]
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _calc2(uold, vold, pold, cu, cv, z, h, unew, vnew, pnew, tdts8, tdtsdx, tdtsdy):
     n, m = pnew.shape[0] - 1, pnew.shape[1] - 1
     for j in nb.prange(n):
@@ -112,7 +112,7 @@ def _wrap(a):
     a[n, m] = a[0, 0]
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _calc3(u, v, p, unew, vnew, pnew, uold, vold, pold, alpha):
     """Robert-Asselin filter on the old level, then rotate the time levels."""
     n, m = p.shape[0] - 1, p.shape[1] - 1
@@ -128,7 +128,7 @@ def _calc3(u, v, p, unew, vnew, pnew, uold, vold, pold, alpha):
         _wrap(a)
 
 
-@nb.njit(parallel=True, cache=True)
+@grid_kernel
 def _calc3z(u, v, p, unew, vnew, pnew, uold, vold, pold):
     """The first step's update: old <- current, current <- new (no filter)."""
     for j in nb.prange(p.shape[0]):
