@@ -39,12 +39,14 @@ if TYPE_CHECKING:
 WORKLOADS = {"hpc:bt+sp": ("bt", "sp"), "hpc:cloverleaf": ("cloverleaf",), "hpc:lulesh": ("lulesh",),
              "hpc:seismic+swim": ("seismic", "swim"), "hpc:hpgmg+mriq+ostencil": ("hpgmg", "mriq", "ostencil"),
              "hpc:cg+ep": ("cg", "ep"), "hpc:md+minighost": ("md", "minighost"), "hpc:olbm+ilbdc": ("olbm", "ilbdc")}
-#: Groups of warm-up steps (:func:`steps`), each compiled by one process of :func:`warm`: a group's kernels
-#: share compiled helpers, so splitting a group would compile those twice. Longest cold compile first (bench
-#: ``compile.md``: about 46, 30, 28, 21, 21, 21, 15, 14, 10, 5, 5 s of CPU), so that a pool of one process
-#: per core ends at about the same time on every core.
-GROUPS = ("hpc:bt+sp", "hpc:cloverleaf", "hpc:lulesh", "bpc32", "bpc64", "hpc:seismic+swim",
-          "hpc:hpgmg+mriq+ostencil", "hpc:cg+ep", "others", "hpc:md+minighost", "hpc:olbm+ilbdc")
+#: Groups of warm-up steps (:func:`steps`), with their cold compile in CPU seconds (the steps of each group in a
+#: fresh process with an empty ``NUMBA_CACHE_DIR``, AMD EPYC without AVX-512 under a load of ~3; ``make bench``'s
+#: ``compile.md`` measures them again). A group's kernels share compiled helpers, so it runs in one process;
+#: :func:`warm` shares the groups among its processes by these costs, so they end at about the same time.
+COST = {"bpc32": 16.5, "bpc64": 15.7, "hpc:bt+sp": 12.9, "others": 12.0, "hpc:hpgmg+mriq+ostencil": 9.2,
+        "hpc:cg+ep": 8.9, "hpc:lulesh": 8.7, "hpc:cloverleaf": 7.4, "hpc:seismic+swim": 4.5, "hpc:olbm+ilbdc": 3.4,
+        "hpc:md+minighost": 3.2}
+GROUPS = tuple(COST)
 #: The environment variable :func:`warm` sets once it has warmed numba's cache for this Python and cache folder.
 WARMED = "BUDDY_NUMBA_WARMED"
 
@@ -115,9 +117,9 @@ def _set_up_and_step(workload: Workload) -> None:
 
 
 def warm(processes: int | None = None) -> float:
-    """Compile (or load from numba's cache) every kernel a test session or a report needs: each group of
-    :data:`GROUPS` in its own fresh process, ``processes`` (default: one per core) at a time, so a cold
-    cache costs the longest group rather than the sum. Returns the wall seconds it took.
+    """Compile (or load from numba's cache) every kernel a test session or a report needs: the groups of
+    :data:`GROUPS` shared among ``processes`` fresh processes (default: one per core) by their cost, so a cold
+    cache costs about the sum over the cores rather than the sum. Returns the wall seconds it took.
 
     Once per cache in a tree of processes: it marks the environment (:data:`WARMED`), which the processes
     started after it inherit (xdist's workers, dask's, papermill's kernels), so a call in one of them (e.g.
@@ -127,13 +129,26 @@ def warm(processes: int | None = None) -> float:
     if os.environ.get(WARMED) == key:
         return 0.0
     t = time.perf_counter()
-    with ThreadPoolExecutor(processes or os.cpu_count() or 1) as pool:
-        done = list(pool.map(_run_group, GROUPS))
-    for group, proc in zip(GROUPS, done, strict=True):
+    shares = share(processes or os.cpu_count() or 1)
+    with ThreadPoolExecutor(len(shares)) as pool:
+        done = list(pool.map(_run_group, shares))
+    for group, proc in zip(shares, done, strict=True):
         if proc.returncode:
             raise RuntimeError(f"warming numba's cache ({group}) failed:\n{proc.stderr[-4000:]}")
     os.environ[WARMED] = key
     return time.perf_counter() - t
+
+
+def share(processes: int) -> list[list[str]]:
+    """:data:`GROUPS` in at most ``processes`` lists of about equal :data:`COST`, the costliest first (each to
+    the least loaded list), so each process pays the imports once for several groups."""
+    shares: list[list[str]] = [[] for _ in range(max(1, processes))]
+    load = [0.0] * len(shares)
+    for group in sorted(GROUPS, key=COST.__getitem__, reverse=True):
+        i = load.index(min(load))
+        shares[i].append(group)
+        load[i] += COST[group]
+    return [s for s in shares if s]
 
 
 def _cache_key() -> str:

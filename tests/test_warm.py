@@ -92,7 +92,15 @@ def test_warm_once_per_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(warm.WARMED, warm._cache_key())
     assert warm.warm() == 0.0 and started == []
     monkeypatch.setenv("NUMBA_CACHE_DIR", "/tmp/other")
-    warm.warm()
-    assert started == list(warm.GROUPS) and os.environ[warm.WARMED].endswith("|/tmp/other")
-    warm.warm()
-    assert started == list(warm.GROUPS)
+    warm.warm(processes=2)
+    assert started == warm.share(2) and os.environ[warm.WARMED].endswith("|/tmp/other")
+    warm.warm(processes=2)
+    assert started == warm.share(2)
+
+
+def test_groups_shared_among_processes_by_cost() -> None:
+    for n in (1, 2, 3, 16):
+        shares = warm.share(n)
+        assert sorted(g for s in shares for g in s) == sorted(warm.GROUPS) and len(shares) == min(n, len(warm.GROUPS))
+        loads = [sum(warm.COST[g] for g in s) for s in shares]
+        assert max(loads) - min(loads) <= max(warm.COST.values())  # none waits on the others by more than a group
