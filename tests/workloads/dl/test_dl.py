@@ -100,3 +100,35 @@ def test_largest_batch_by_hand() -> None:
     assert int(largest_batch(ds, 500.0).uncompressed_batch.item()) == 0  # not even the weights fit
     assert int(largest_batch(ds, fixed + per * 100).uncompressed_batch.item()) == 100  # past the last measured point
     assert int(largest_batch(ds, fixed + per * 3).uncompressed_batch.item()) == 3  # before the first
+
+
+def test_half_matmuls_in_float_are_fp32_sums_rounded_once() -> None:
+    """Under HalfMatmulsInFloat, a bf16 (or fp16) product is the fp32 product of the same values rounded to the
+    half dtype; autograd saves the half tensors, and the gradients come back in the half dtype."""
+    from buddylib.workloads.dl.base import HalfMatmulsInFloat
+
+    g = torch.Generator().manual_seed(0)
+    for dtype in (torch.bfloat16, torch.float16):
+        a, b = (torch.randn(33, 70, generator=g).to(dtype) for _ in range(2))
+        a.requires_grad_()
+        saved: list[torch.Tensor] = []
+        with HalfMatmulsInFloat(), torch.autograd.graph.saved_tensors_hooks(_keep(saved),
+                                                                               lambda t: t):
+            y = a @ b.T
+            y.sum().backward()
+        assert y.dtype == dtype and torch.equal(y, (a.detach().float() @ b.float().T).to(dtype))
+        assert a.grad.dtype == dtype and {t.dtype for t in saved} == {dtype}
+        x, w = torch.randn(2, 3, 9, 9, generator=g).to(dtype), torch.randn(4, 3, 3, 3, generator=g).to(dtype)
+        x.requires_grad_(), w.requires_grad_()
+        with HalfMatmulsInFloat():
+            out = torch.nn.functional.conv2d(x, w, padding=1)
+            out.float().square().sum().backward()
+        ref = torch.nn.functional.conv2d(x.detach().float(), w.detach().float(), padding=1).to(dtype)
+        assert torch.equal(out, ref) and x.grad.dtype == w.grad.dtype == dtype
+
+
+def _keep(saved: list):
+    def pack(t):
+        saved.append(t)
+        return t
+    return pack
