@@ -42,12 +42,14 @@ class Task:
 def generation_tasks(scale: str | float, names: Sequence[str], paper_names: Sequence[str] = (),
                      batch_names: Sequence[str] = (), study_names: Sequence[str] = (),
                      hpc_scales: Sequence[str | float] = (), optimizer_names: Sequence[str] = (),
-                     maturity_names: Sequence[str] | None = None) -> list[Task]:
+                     maturity_names: Sequence[str] | None = None,
+                     hpc_committed: Sequence[tuple[str, str]] = ()) -> list[Task]:
     """What the notebooks and the index will read, one task each: a run and its timing-model sweep per
     workload, paper-scale runs, memory-vs-batch measurements, the training-maturity (of ``maturity_names``,
     default ``study_names``: a committed one is read, not run), framework and optimizer studies, HPC runs at
-    other problem sizes."""
-    from buddylib import workloads
+    other problem sizes (``hpc_scales``, but none of ``hpc_committed``: (name, scale) pairs whose committed
+    summary is read instead)."""
+    from buddylib import summaries, workloads
 
     tasks = [Task("run", n, scale, 60.0 if workloads.get(n).suite != "hpc" else 30.0) for n in names]
     tasks += [Task("paper", n, "paper", 120.0) for n in paper_names]
@@ -55,7 +57,8 @@ def generation_tasks(scale: str | float, names: Sequence[str], paper_names: Sequ
     tasks += [Task("maturity", n, scale, 150.0) for n in (study_names if maturity_names is None else maturity_names)]
     tasks += [Task("caffe", n, scale, 60.0) for n in study_names]
     tasks += [Task("adam", n, scale, 90.0) for n in optimizer_names]
-    tasks += [Task("run", n, s, 10.0) for s in hpc_scales for n in workloads.names("hpc")]
+    tasks += [Task("run", n, s, 10.0) for s in hpc_scales for n in workloads.names("hpc")
+              if (n, summaries.scale_name(s)) not in set(hpc_committed)]
     return sorted(tasks, key=lambda t: -t.cost)
 
 

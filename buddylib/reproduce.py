@@ -143,8 +143,8 @@ def generate(data: Path, scale: str, names: list[str], scheduler: str | None = N
     """Every workload run, sweep and study the notebooks and the index read, cached in ``data``, as parallel
     tasks (a progress bar counts them); ``full``: also the HPC runs at other sizes. The slow studies whose
     summaries are committed (:mod:`buddylib.summaries`: the paper-scale networks, the maturity study at
-    default scale, the HPC proxies at gigabyte scale) are read from them, not run; only those not committed
-    are tasks here. Returns seconds per task."""
+    default scale, the HPC proxies at gigabyte scale and at 32 MiB, the size notebook 09's scale trend adds)
+    are read from them, not run; only those not committed are tasks here. Returns seconds per task."""
     from buddylib import fidelity, pipeline
 
     if regenerate:  # remake the runs: drop their cached files (studies and sweeps follow their runs' code)
@@ -153,9 +153,12 @@ def generate(data: Path, scale: str, names: list[str], scheduler: str | None = N
                 f.unlink()
     paper = [n for n in fidelity.PAPER_NETWORKS if full and not summaries.path(n, "paper").is_file()]
     study = [n for n in fidelity.STUDY_CNNS if n in names]
+    hpc_scales = ("quick", 32) if full else ()
     tasks = pipeline.generation_tasks(
         scale, names, paper_names=paper, batch_names=[n for n in experiments.BATCH_NETWORKS if n in names],
-        study_names=study, hpc_scales=("quick", 32) if full else (),
+        study_names=study, hpc_scales=hpc_scales,
+        hpc_committed=[(n, summaries.scale_name(s)) for s in hpc_scales for n in workloads.names("hpc")
+                       if summaries.path(n, s).is_file()],
         optimizer_names=[n for n in fidelity.OPTIMIZER_NETWORKS if n in names],
         maturity_names=[n for n in study if not summaries.path(n, scale, study="maturity").is_file()])
     return pipeline.run_all(tasks, data, scheduler, desc="workloads")

@@ -164,8 +164,9 @@ def test_check_compares_a_dl_summary_within_the_tolerance(quick_alexnet: tuple[P
 
 
 def test_reproduce_schedules_no_committed_study(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """make reproduce reads the committed studies: no paper-scale run, and a maturity task only for a network
-    whose study is not committed."""
+    """make reproduce reads the committed studies: no paper-scale run, a maturity task only for a network
+    whose study is not committed, and an HPC run at 32 MiB only for a proxy without a committed summary there
+    (quick runs always: they are cheap and notebook 09 reads them with the rest)."""
     from buddylib import pipeline
 
     seen: list[pipeline.Task] = []
@@ -175,6 +176,9 @@ def test_reproduce_schedules_no_committed_study(tmp_path: Path, monkeypatch: pyt
     assert "paper" not in kinds and {"caffe", "run", "adam"} <= kinds
     assert {t.name for t in seen if t.kind == "maturity"} == {
         n for n in fidelity.STUDY_CNNS if not summaries.path(n, "default", study="maturity").is_file()}
+    at = {s: {t.name for t in seen if t.kind == "run" and t.scale == s} for s in ("quick", 32)}
+    assert at["quick"] == set(workloads.names("hpc"))
+    assert at[32] == {n for n in workloads.names("hpc") if not summaries.path(n, 32).is_file()}
 
 
 def test_provenance_lists_every_committed_summary() -> None:
