@@ -87,8 +87,10 @@ class HalfMatmulsInFloat(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
+        if func not in self.OPS:  # first: every op of the step comes here
+            return func(*args, **kwargs)
         half = {a.dtype for a in args if isinstance(a, torch.Tensor)} & {torch.bfloat16, torch.float16}
-        if func not in self.OPS or len(half) != 1:
+        if len(half) != 1:
             return func(*args, **kwargs)
         (dtype,) = half
 
