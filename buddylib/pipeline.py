@@ -57,8 +57,9 @@ def generation_tasks(scale: str | float, names: Sequence[str], paper_names: Sequ
     tasks += [Task("maturity", n, scale, 150.0) for n in (study_names if maturity_names is None else maturity_names)]
     tasks += [Task("caffe", n, scale, 60.0) for n in study_names]
     tasks += [Task("adam", n, scale, 90.0) for n in optimizer_names]
+    committed = set(hpc_committed)
     tasks += [Task("run", n, s, 10.0) for s in hpc_scales for n in workloads.names("hpc")
-              if (n, summaries.scale_name(s)) not in set(hpc_committed)]
+              if (n, summaries.scale_name(s)) not in committed]
     return sorted(tasks, key=lambda t: -t.cost)
 
 

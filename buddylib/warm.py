@@ -34,8 +34,7 @@ if TYPE_CHECKING:
 
 #: The HPC workloads' kernels, warmed up by one set-up and one step at quick scale each, grouped so that
 #: workloads sharing a helper module (``_adi``, ``_libm``, ``_nas``, ``_d3q19``) compile it once. Their cold
-#: compile (~160 s of CPU in all) is most of what a test session or a report compiles, and without a warm-up
-#: each worker that runs a workload compiles it again.
+#: compile (about half of :data:`COST`) is paid once here instead of by each worker that runs a workload.
 WORKLOADS = {"hpc:bt+sp": ("bt", "sp"), "hpc:cloverleaf": ("cloverleaf",), "hpc:lulesh": ("lulesh",),
              "hpc:seismic+swim": ("seismic", "swim"), "hpc:hpgmg+mriq+ostencil": ("hpgmg", "mriq", "ostencil"),
              "hpc:cg+ep": ("cg", "ep"), "hpc:md+minighost": ("md", "minighost"), "hpc:olbm+ilbdc": ("olbm", "ilbdc")}
@@ -123,8 +122,8 @@ def warm(processes: int | None = None) -> float:
 
     Once per cache in a tree of processes: it marks the environment (:data:`WARMED`), which the processes
     started after it inherit (xdist's workers, dask's, papermill's kernels), so a call in one of them (e.g.
-    :func:`buddylib.reproduce.run` inside a test) returns at once instead of starting a process per group
-    again to find every kernel cached."""
+    :func:`buddylib.reproduce.run` inside a test) returns at once instead of starting its processes again
+    to find every kernel cached."""
     key = _cache_key()
     if os.environ.get(WARMED) == key:
         return 0.0

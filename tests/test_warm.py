@@ -86,7 +86,7 @@ def test_after_the_warm_up_a_fresh_process_compiles_nothing() -> None:
 def test_warm_once_per_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     """A process under one that warmed the same cache (an xdist worker, a dask worker) starts no process;
     another cache folder is warmed, and then marked."""
-    started: list[str] = []
+    started: list[list[str]] = []
     monkeypatch.setattr(warm, "_run_group", lambda g: started.append(g) or subprocess.CompletedProcess([], 0))
     monkeypatch.setenv("NUMBA_CACHE_DIR", "/tmp/one")
     monkeypatch.setenv(warm.WARMED, warm._cache_key())

@@ -81,11 +81,10 @@ def threads_for(points: int) -> Iterator[None]:
 def grid_kernel(f: Callable) -> Callable:
     """Compile a workload kernel whose outer loop is ``prange`` twice from its one body, each on first use:
     serial (``prange`` runs as ``range``) where the step has one numba thread, parallel where it has more
-    (inside :func:`threads_for` on big problems on an idle machine). A parallel compile costs two to three times a
-    serial one (CloverLeaf's kernels from a cold cache: 19.5 against 7.0 s of CPU), and the quick scale that
-    tests run, and ``make reproduce``'s single-threaded workers, never need it. Outside a step
-    (e.g. a set-up), serial. The kernels reduce nothing across threads,
-    so both give the same bytes."""
+    (inside :func:`threads_for` on big problems on an idle machine); outside a step (a set-up), serial. A
+    parallel compile costs two to three times a serial one (CloverLeaf's kernels from a cold cache: 19.5
+    against 7.0 s of CPU), and the quick scale that tests run, and ``make reproduce``'s single-threaded
+    workers, never need it. The kernels reduce nothing across threads, so both give the same bytes."""
     serial = nb.njit(cache=True)(f)
     twin = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
     twin.__qualname__ = f"{f.__qualname__}_parallel"  # its own cache file: numba's cache keys by name, not flags
