@@ -523,12 +523,15 @@ class TorchWorkload(TracedWorkload):
         known = {_ptr(t): n for n, t in [*self.model.named_parameters(), *self.model.named_buffers()]}
         known.update({_ptr(t): n for n, t in self.inputs().items()})
         tracer = _Tracer(self.module_names, known, self.param_names)
-        with self._torch_env(), HalfMatmulsInFloat() if self.autocast is not None else contextlib.nullcontext():
+        with self._torch_env():
             self.optimizer.zero_grad(set_to_none=True)
-            with (self._traced(tracer), torch.autograd.graph.saved_tensors_hooks(tracer.pack, tracer.unpack),
-                  torch.autocast("cpu", dtype=self.autocast or torch.bfloat16, enabled=self.autocast is not None)):
-                loss = self.loss()
-            loss.backward()
+            # the products are in the forward and backward passes: the optimizer's many small ops stay out of it
+            with HalfMatmulsInFloat() if self.autocast is not None else contextlib.nullcontext():
+                with (self._traced(tracer), torch.autograd.graph.saved_tensors_hooks(tracer.pack, tracer.unpack),
+                      torch.autocast("cpu", dtype=self.autocast or torch.bfloat16,
+                                     enabled=self.autocast is not None)):
+                    loss = self.loss()
+                loss.backward()
             if self.clip_norm is not None:
                 clip_grad_norm(self.model.parameters(), self.clip_norm)
             self.optimizer.step()
