@@ -459,9 +459,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="workloads (default: every HPC proxy and the paper's six networks)")
     m.add_argument("--scale", nargs="+", default=None, metavar="SCALE",
                    help="scales: large (1 GiB), paper, default and/or a footprint in MiB, e.g. 4096 (default: "
-                        "every committed HPC one and large; paper for the networks, default for maturity)")
-    m.add_argument("--study", nargs="+", default=None, choices=["run", "maturity"],
-                   help="which summaries: the runs and/or the maturity study (default both)")
+                        "every committed HPC one and large; paper for the networks, default for the studies)")
+    m.add_argument("--study", nargs="+", default=None, choices=["run", "maturity", "adam", "caffe"],
+                   help="which summaries: the runs and/or the training-maturity, optimizer (adam) and framework "
+                        "(caffe) studies (default all)")
     m.add_argument("--check", action="store_true",
                    help="compare a fresh run with the committed summaries; write nothing")
     m.add_argument("--folder", default=None,

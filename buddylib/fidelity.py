@@ -57,11 +57,21 @@ def maturity(names: Sequence[str], scale: str | float = "default", steps: int | 
     """
     steps = maturity_steps(scale) if steps is None else int(steps)
     key = maturity_key(steps, snapshots)
-    kept = {n: r for n in names if (r := _maturity_summary(n, scale, seed, key, summary_folder)) is not None}
+    return _committed_or_run("maturity", names, scale, seed, Path(data), key, f".maturity-{steps}.nc",
+                             lambda name: maturity_run(name, scale, seed, key), "training maturity", progress,
+                             summary_folder)
+
+
+def _committed_or_run(kind: str, names: Sequence[str], scale: str | float, seed: int, data: Path, key: dict,
+                      suffix: str, make, desc: str, progress: bool,
+                      folder: str | Path | bool | None) -> xr.Dataset:
+    """A study's results over ``names``: each network's committed summary of study ``kind`` where one matches
+    ``key`` (:func:`_summary`), else its run cached in ``data`` (:func:`_study`), with ``source``, ``code``,
+    ``code_current`` and ``date`` per workload saying which."""
+    kept = {n: r for n in names if (r := _summary(kind, n, scale, seed, key, folder)) is not None}
     rest = [n for n in names if n not in kept]
     if rest:
-        ran = _study(rest, Path(data), f"-{scale}-s{seed}.maturity-{steps}.nc", key,
-                     lambda name: maturity_run(name, scale, seed, key), "training maturity", progress)
+        ran = _study(rest, data, f"-{scale}-s{seed}{suffix}", key, make, desc, progress)
         code = str(ran.attrs.get("code", ""))
         ran = ran.assign(source=("workload", ["run"] * len(rest)), code=("workload", [code] * len(rest)),
                          code_current=("workload", [code == key["code"]] * len(rest)),
@@ -72,22 +82,28 @@ def maturity(names: Sequence[str], scale: str | float = "default", steps: int | 
                                                       combine_attrs="drop_conflicts")
 
 
-def _maturity_summary(name: str, scale: str | float, seed: int, key: dict,
-                      folder: str | Path | bool | None) -> xr.Dataset | None:
-    """``name``'s committed maturity study where one matches ``key``'s steps and snapshots, else None."""
+def _summary(kind: str, name: str, scale: str | float, seed: int, key: dict,
+             folder: str | Path | bool | None) -> xr.Dataset | None:
+    """``name``'s committed study ``kind`` where one matches ``key``'s parameters (a maturity study's steps and
+    snapshots), else None. ``folder``: where (None: the committed one; ``False``: never read one)."""
     from buddylib import summaries
 
     if folder is False or seed != summaries.SEED:
         return None
-    ds = summaries.study(name, scale, seed, None if folder is True else folder, "maturity", current=key["code"])
-    if ds is None or (int(ds.attrs["steps"]), int(ds.attrs["snapshots"])) != (key["steps"], key["snapshots"]):
+    ds = summaries.study(name, scale, seed, None if folder is True else folder, kind, current=key["code"])
+    if ds is None or any(int(ds.attrs[k]) != key[k] for k in ("steps", "snapshots") if k in key):
         return None
     return ds
 
 
+def study_key() -> dict:
+    """What the optimizer and framework studies' results depend on: the code of the runs and the analysis."""
+    return {"code": code_version(*ANALYSIS_SOURCES)}
+
+
 def maturity_key(steps: int, snapshots: int = 9) -> dict:
     """What a maturity result depends on: its steps and snapshots, and the code of the runs and the analysis."""
-    return {"steps": int(steps), "snapshots": int(snapshots), "code": code_version(*ANALYSIS_SOURCES)}
+    return {"steps": int(steps), "snapshots": int(snapshots), **study_key()}
 
 
 def _study(names: Sequence[str], data: Path, suffix: str, key: dict, make, desc: str, progress: bool) -> xr.Dataset:
@@ -201,16 +217,19 @@ def _run_code(name: str, scale: str | float, seed: int, data: str | Path) -> str
 
 
 def optimizer(names: Sequence[str] = OPTIMIZER_NETWORKS, scale: str | float = "default", seed: int = 0,
-              data: str | Path = "data", progress: bool = True) -> xr.Dataset:
+              data: str | Path = "data", progress: bool = True,
+              summary_folder: str | Path | bool | None = None) -> xr.Dataset:
     """The same training with Adam instead of the recipe's optimizer (SGD with momentum, Adagrad;
     :class:`~buddylib.workloads.dl.base.Adam`): the final snapshot's effective ratio per compressor (threshold
     30%, targets over the run, as the headline) and the optimizer state's share of the footprint, dims
-    (workload, compressor). Cached as ``<name>-<scale>-s<seed>.adam.nc``, reused while the code is the same."""
-    return _study(names, Path(data), f"-{scale}-s{seed}.adam.nc", {"code": code_version(*ANALYSIS_SOURCES)},
-                  lambda name: _adam_run(name, scale, seed), "optimizer study", progress)
+    (workload, compressor). Cached as ``<name>-<scale>-s<seed>.adam.nc``, reused while the code is the same; a
+    network whose study is committed (:mod:`buddylib.summaries`: at default scale, minutes each) is read from it,
+    as :func:`maturity` reads its own (``summary_folder``, ``source``, ``code``, ``code_current``)."""
+    return _committed_or_run("adam", names, scale, seed, Path(data), study_key(), ".adam.nc",
+                             lambda name: adam_run(name, scale, seed), "optimizer study", progress, summary_folder)
 
 
-def _adam_run(name: str, scale: str | float, seed: int) -> xr.Dataset:
+def adam_run(name: str, scale: str | float, seed: int) -> xr.Dataset:
     w = workloads.get(name)
     if not hasattr(w, "adam"):
         raise ValueError(f"workload {name!r} does not train (not a DL training workload)")
@@ -230,16 +249,19 @@ def _adam_run(name: str, scale: str | float, seed: int) -> xr.Dataset:
 
 
 def framework_accounting(names: Sequence[str], scale: str | float = "default", seed: int = 0,
-                         data: str | Path = "data", progress: bool = True) -> xr.Dataset:
+                         data: str | Path = "data", progress: bool = True,
+                         summary_folder: str | Path | bool | None = None) -> xr.Dataset:
     """A blob-based framework's memory (Caffe: every layer's data and diff blob for the whole iteration,
     :mod:`buddylib.workloads.dl.caffe`) beside PyTorch's live set, for the same training step: footprint,
     ideal and effective ratio (BPC-32, threshold 30%, targets over the points), dims (workload, accounting,
-    point). Cached as ``<name>-<scale>-s<seed>.caffe.nc``, reused while the code is the same."""
-    return _study(names, Path(data), f"-{scale}-s{seed}.caffe.nc", {"code": code_version(*ANALYSIS_SOURCES)},
-                  lambda name: _caffe_run(name, scale, seed), "framework accounting", progress)
+    point). Cached as ``<name>-<scale>-s<seed>.caffe.nc``, reused while the code is the same; a network whose
+    study is committed is read from it, as in :func:`optimizer`."""
+    return _committed_or_run("caffe", names, scale, seed, Path(data), study_key(), ".caffe.nc",
+                             lambda name: caffe_run(name, scale, seed), "framework accounting", progress,
+                             summary_folder)
 
 
-def _caffe_run(name: str, scale: str | float, seed: int) -> xr.Dataset:
+def caffe_run(name: str, scale: str | float, seed: int) -> xr.Dataset:
     from buddylib.workloads.dl import caffe
 
     run = caffe.caffe_run(name, scale, seed, compressors=["bpc32"])

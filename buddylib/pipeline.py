@@ -246,6 +246,18 @@ class _Progress:
 
 
 @contextlib.contextmanager
+def cluster(scheduler: str | None) -> Iterator[str]:
+    """The scheduler for several :func:`run_all` in a row: for None a :func:`local_cluster` with a worker per
+    core, started once and kept for all of them (its address), so its workers start and import once; an
+    address or "serial" as it is."""
+    if scheduler is not None:
+        yield scheduler
+        return
+    with local_cluster(os.cpu_count() or 1) as local:
+        yield local.scheduler_address
+
+
+@contextlib.contextmanager
 def _client(scheduler: str | None) -> Iterator[Any]:
     """A dask client: to ``scheduler`` if given, else to :func:`local_cluster` with a worker per core."""
     from distributed import Client

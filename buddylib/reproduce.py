@@ -90,10 +90,13 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
 
     The compressor benchmark runs first, alone (it times code); then every workload run, sweep and
     study the notebooks read, as parallel tasks (:mod:`buddylib.pipeline`; ``scheduler``: None for a
-    local cluster of one worker per core, an address, or "serial"); then the notebooks, in parallel;
-    then the index (:mod:`buddylib.index_page`, from the collected :class:`~buddylib.index_page.Results`).
+    local cluster of one worker per core, an address, or "serial"); then the notebooks, in parallel on the
+    same workers; then the analyses in this process and the index (:mod:`buddylib.index_page`, from the
+    collected :class:`~buddylib.index_page.Results`).
     ``scale``, ``names`` (workloads) and ``notebooks`` exist so tests can run it small.
     """
+    from buddylib import pipeline
+
     out.mkdir(parents=True, exist_ok=True)
     data.mkdir(parents=True, exist_ok=True)
     clock = _Clock(last_run_seconds(out))
@@ -102,9 +105,14 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
         df = bench.run(mib=bench_mib, crossover=False)  # the parallel crossover table: make bench's alone
         bench_paths = bench.write(df, out / "bench")
     all_names = [n for s in ("hpc", "dl", "dl-extra") for n in workloads.names(s) if names is None or n in names]
-    with clock("workload runs, sweeps and studies (parallel)"):
-        full = names is None and scale == "default"
-        task_seconds = generate(data, scale, all_names, scheduler, regenerate, full=full)
+    full = names is None and scale == "default"
+    with contextlib.ExitStack() as cluster:  # one cluster for both parallel steps: its workers start once
+        with clock("workload runs, sweeps and studies (parallel)"):
+            workers = cluster.enter_context(pipeline.cluster(scheduler))
+            task_seconds = generate(data, scale, all_names, workers, regenerate, full=full)
+        with clock("notebooks (parallel)"):  # they read only what the tasks cached in data/
+            executed = run_notebooks(out, data, scale, names, notebooks, workers, clock.last)
+            cluster.close()
     with clock("HPC analysis"):
         hpc, times = hpc_ratios(data, scale=scale, names=[n for n in all_names if workloads.get(n).suite == "hpc"])
         hpc_table = _hpc_table(hpc, times)
@@ -114,8 +122,6 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
         slow_table = (100 * (paper.headline(slow.slowdown, "link") - 1)).to_pandas()  # without bandwidth credit
         slow_table["UM (64 KiB pages), x"] = slow.um_slowdown.sel(um_page_bytes=64 << 10).to_series()
         slow_files = _save(out / "slowdown", "slowdown", slow, slow_table)
-    with clock("notebooks (parallel)"):
-        executed = run_notebooks(out, data, scale, names, notebooks, scheduler, clock.last)
     with clock("DL analysis"):
         dl = _dl_numbers(data, scale, names)
     with clock("explorer in JupyterLab"):
@@ -142,9 +148,9 @@ def generate(data: Path, scale: str, names: list[str], scheduler: str | None = N
              full: bool = False) -> dict[str, float]:
     """Every workload run, sweep and study the notebooks and the index read, cached in ``data``, as parallel
     tasks (a progress bar counts them); ``full``: also the HPC runs at other sizes. The slow studies whose
-    summaries are committed (:mod:`buddylib.summaries`: the paper-scale networks, the maturity study at
-    default scale, the HPC proxies at gigabyte scale and at 32 MiB, the size notebook 09's scale trend adds)
-    are read from them, not run; only those not committed are tasks here. Returns seconds per task."""
+    summaries are committed (:mod:`buddylib.summaries`: the paper-scale networks, the maturity, optimizer and
+    framework studies at default scale, the HPC proxies at gigabyte scale and at 32 MiB, the size notebook 09's
+    scale trend adds) are read from them, not run; only those not committed are tasks here. Returns seconds per task."""
     from buddylib import fidelity, pipeline
 
     if regenerate:  # remake the runs: drop their cached files (studies and sweeps follow their runs' code)
@@ -153,14 +159,18 @@ def generate(data: Path, scale: str, names: list[str], scheduler: str | None = N
                 f.unlink()
     paper = [n for n in fidelity.PAPER_NETWORKS if full and not summaries.path(n, "paper").is_file()]
     study = [n for n in fidelity.STUDY_CNNS if n in names]
+
+    def committed(name: str, kind: str) -> bool:
+        return summaries.path(name, scale, study=kind).is_file()
+
     hpc_scales = ("quick", 32) if full else ()
     tasks = pipeline.generation_tasks(
         scale, names, paper_names=paper, batch_names=[n for n in experiments.BATCH_NETWORKS if n in names],
-        study_names=study, hpc_scales=hpc_scales,
+        study_names=[n for n in study if not committed(n, "caffe")], hpc_scales=hpc_scales,
         hpc_committed=[(n, summaries.scale_name(s)) for s in hpc_scales for n in workloads.names("hpc")
                        if summaries.path(n, s).is_file()],
-        optimizer_names=[n for n in fidelity.OPTIMIZER_NETWORKS if n in names],
-        maturity_names=[n for n in study if not summaries.path(n, scale, study="maturity").is_file()])
+        optimizer_names=[n for n in fidelity.OPTIMIZER_NETWORKS if n in names and not committed(n, "adam")],
+        maturity_names=[n for n in study if not committed(n, "maturity")])
     return pipeline.run_all(tasks, data, scheduler, desc="workloads")
 
 

@@ -2,18 +2,21 @@
 
 ``make reproduce`` on two cores must not re-run, on every fresh clone, studies that take minutes to hours:
 every HPC proxy at 1 GiB (over an hour; per-entry sectors of hundreds of MB), the paper's six networks at
-paper scale (about 20 min; BigLSTM peaks at 9 GB) and the 480-step training-maturity study. What the results
+paper scale (about 20 min; BigLSTM peaks at 9 GB), the 480-step training-maturity study and the optimizer and
+framework studies at default scale (minutes each). What the results
 need of them is small, so it is committed in ``data/summaries`` and read as it is:
 
 - a run's **sector histograms** (``data/summaries/hpc`` and ``data/summaries/dl``): per snapshot, per allocation
   and per compressor the number of entries taking 0..4 sectors, with each allocation's name, kind, dtype, shape
   and bytes (:func:`buddylib.analysis.analyze_histograms` derives every capacity result from them, the same
   numbers to the bit), the run's byte digest (:attr:`~buddylib.workloads.base.Run.digest`) and access profile;
-- a study's **result** (``<name>-<scale>-s<seed>.maturity.json``): the small Dataset the study returns.
+- a study's **result** (``<name>-<scale>-s<seed>.<study>.json``: ``maturity``, ``adam``, ``caffe``): the small
+  Dataset the study returns.
 
 Each records the code digest that made it (a workload's :meth:`~buddylib.workloads.base.Workload.code`, a
 study's cache key), the date, the machine, the wall time and peak memory. The readers
-(:func:`workload_ratios`, :func:`study`; :func:`buddylib.fidelity.hpc_scales`, ``paper_scale`` and ``maturity``)
+(:func:`workload_ratios`, :func:`study`; :func:`buddylib.fidelity.hpc_scales`, ``paper_scale``, ``maturity``,
+``optimizer`` and ``framework_accounting``)
 say per workload that a number came from a summary and whether the code that made it is still this checkout's.
 
 :func:`generate` (``buddy summaries``, ``make reproduce-paper``) remakes them, one at a time in a fresh
@@ -52,11 +55,12 @@ from buddylib.workloads.base import PAPER_COMPRESSORS
 ROOT = Path(__file__).resolve().parents[1] / "data" / "summaries"
 #: The HPC proxies' summaries.
 FOLDER = ROOT / "hpc"
-#: The DL studies' summaries: the paper's six networks at paper scale, the training-maturity study.
+#: The DL studies' summaries: the paper's six networks at paper scale, the training-maturity, optimizer and
+#: framework studies.
 DL_FOLDER = ROOT / "dl"
 #: Marks a summary file, and its layout.
 FORMAT = "buddylib-summary-1"
-#: Marks a committed study result (a small xarray Dataset as JSON, :func:`make_maturity`).
+#: Marks a committed study result (a small xarray Dataset as JSON, :func:`make_study`).
 STUDY_FORMAT = "buddylib-study-1"
 #: The scales committed: 1 GiB ("large") for every proxy; 4 GiB (4096 MiB) where it was made.
 SCALES: tuple[str | float, ...] = ("large", 4096)
@@ -69,7 +73,9 @@ COMPRESSORS = ALL_COMPRESSORS
 DL_COMPRESSORS = PAPER_COMPRESSORS
 #: The DL runs committed: the paper's six networks as published (:data:`buddylib.fidelity.PAPER_NETWORKS`).
 DL_SCALE = "paper"
-#: The maturity study committed: its scale (480 training steps of the study CNNs, :func:`fidelity.maturity`).
+#: The scale of the studies committed (the maturity study: 480 training steps of the study CNNs,
+#: :func:`fidelity.maturity`; the optimizer and framework studies, :func:`fidelity.optimizer` and
+#: :func:`fidelity.framework_accounting`).
 MATURITY_SCALE = "default"
 #: How far a paper-scale DL run remade on another CPU may move a ratio (relative): torch's kernels change its
 #: float bytes a little, so these runs are compared by the ratios they give, not bit for bit. Measured: AlexNet
@@ -103,16 +109,17 @@ def compressors_for(name: str) -> tuple[str, ...]:
 
 def path(name: str, scale: str | float, seed: int = SEED, folder: str | Path | None = None,
          study: str = "run") -> Path:
-    """Where the summary of ``name``'s run (``study="run"``) or maturity study (``"maturity"``) at ``scale``
-    lies: in ``folder``, default the committed one of its suite (:func:`suite_folder`)."""
+    """Where the summary of ``name``'s run (``study="run"``) or study (``"maturity"``, ``"adam"``, ``"caffe"``)
+    at ``scale`` lies: in ``folder``, default the committed one of its suite (:func:`suite_folder`)."""
     if study not in STUDIES:
         raise ValueError(f"study {study!r}: one of {', '.join(STUDIES)}")
     folder = suite_folder(name) if folder is None else Path(folder)
     return folder / f"{name}-{scale_name(scale)}-s{seed}{STUDIES[study]}"
 
 
-#: The kinds of committed summary, and the end of their file names.
-STUDIES = {"run": ".json", "maturity": ".maturity.json"}
+#: The kinds of committed summary, and the end of their file names: a run's histograms, or a study's result
+#: (training maturity, Adam instead of the recipe's optimizer, Caffe-style accounting).
+STUDIES = {"run": ".json", "maturity": ".maturity.json", "adam": ".adam.json", "caffe": ".caffe.json"}
 
 
 # ---------------------------------------------------------------------------------------
@@ -146,19 +153,26 @@ def make(name: str, scale: str | float, seed: int = SEED) -> dict[str, Any]:
     return summarize_run(run) | {"code": code} | _made_here()
 
 
-def make_maturity(name: str, scale: str | float = MATURITY_SCALE, seed: int = SEED) -> dict[str, Any]:
-    """The training-maturity study of one CNN (:func:`buddylib.fidelity.maturity`, at its steps for ``scale``)
+def make_study(name: str, scale: str | float = MATURITY_SCALE, seed: int = SEED,
+               study: str = "maturity") -> dict[str, Any]:
+    """One network's ``study`` (``"maturity"``: :func:`buddylib.fidelity.maturity` at its steps for ``scale``;
+    ``"adam"``: :func:`~buddylib.fidelity.optimizer`; ``"caffe"``: :func:`~buddylib.fidelity.framework_accounting`)
     made here: its result, a Dataset of a few dozen numbers, as :meth:`xarray.Dataset.to_dict` under
     ``result``, with the code digest that made it (the study's cache key), the date, the machine, the seconds
     and this process's peak memory."""
     from buddylib import fidelity
 
-    key = fidelity.maturity_key(fidelity.maturity_steps(scale))
     t0 = time.perf_counter()
-    ds = fidelity.maturity_run(name, scale, seed, key)
-    return {"format": STUDY_FORMAT, "study": "maturity", "workload": name, "scale": scale_name(scale), "seed": seed,
-            "steps": key["steps"], "snapshots": key["snapshots"], "code": key["code"],
-            "seconds": round(time.perf_counter() - t0, 1), **_made_here(), "result": _to_dict(ds)}
+    if study == "maturity":
+        key = fidelity.maturity_key(fidelity.maturity_steps(scale))
+        ds = fidelity.maturity_run(name, scale, seed, key)
+    elif study in ("adam", "caffe"):
+        key = fidelity.study_key()
+        ds = (fidelity.adam_run if study == "adam" else fidelity.caffe_run)(name, scale, seed)
+    else:
+        raise ValueError(f"study {study!r}: one of {', '.join(s for s in STUDIES if s != 'run')}")
+    return {"format": STUDY_FORMAT, "study": study, "workload": name, "scale": scale_name(scale), "seed": seed,
+            **key, "seconds": round(time.perf_counter() - t0, 1), **_made_here(), "result": _to_dict(ds)}
 
 
 def _made_here() -> dict[str, Any]:
@@ -183,7 +197,7 @@ def _plain(x: Any) -> Any:
 
 
 def result(summary: dict[str, Any]) -> xr.Dataset:
-    """A study summary's result as the Dataset the study returned (:func:`make_maturity`)."""
+    """A study summary's result as the Dataset the study returned (:func:`make_study`)."""
     ds = xr.Dataset.from_dict(summary["result"])
     for v in ds.variables.values():  # JSON has no float32 or int32: back to the study's own dtypes
         if v.dtype == object:
@@ -234,8 +248,9 @@ def planned(names: Sequence[str] | None = None, scales: Sequence[str | float] | 
     """The (workload, scale, study) summaries :func:`generate` makes, of ``names`` (default every HPC proxy and
     the paper's six networks) at ``scales``. Without ``scales``: an HPC proxy at every scale committed for it
     in ``folder`` (default :data:`FOLDER`) and at 1 GiB; a DL network at :data:`DL_SCALE`. Study ``"run"``:
-    the runs; ``"maturity"``: the training-maturity study of those of ``names`` that it covers
-    (:data:`buddylib.fidelity.STUDY_CNNS`), at :data:`MATURITY_SCALE` without ``scales``."""
+    the runs; ``"maturity"``, ``"caffe"`` (:data:`buddylib.fidelity.STUDY_CNNS`) and ``"adam"``
+    (:data:`~buddylib.fidelity.OPTIMIZER_NETWORKS`): those studies of those of ``names`` that they cover, at
+    :data:`MATURITY_SCALE` without ``scales``."""
     from buddylib import fidelity
 
     for st in studies:
@@ -259,9 +274,9 @@ def planned(names: Sequence[str] | None = None, scales: Sequence[str | float] | 
             out += [(n, s, "run") for n, s in sorted(made | {(n, "large") for n in hpc},
                                                      key=lambda p: (workloads.footprint_bytes(p[1]), p[0]))]
         out += [(n, scale_name(s), "run") for s in (scales or [DL_SCALE]) for n in dl]
-    if "maturity" in studies:
-        out += [(n, scale_name(s), "maturity") for s in (scales or [MATURITY_SCALE]) for n in dl
-                if n in fidelity.STUDY_CNNS]
+    covers = {"maturity": fidelity.STUDY_CNNS, "caffe": fidelity.STUDY_CNNS, "adam": fidelity.OPTIMIZER_NETWORKS}
+    out += [(n, scale_name(s), st) for st in covers if st in studies for s in (scales or [MATURITY_SCALE]) for n in dl
+            if n in covers[st]]
     return out
 
 
@@ -317,7 +332,7 @@ def available(scale: str | float, names: Sequence[str] | None = None, seed: int 
 
 def study(name: str, scale: str | float, seed: int = SEED, folder: str | Path | None = None,
           kind: str = "maturity", current: str | None = None) -> xr.Dataset | None:
-    """The committed result of a study of ``name`` (:func:`make_maturity`), or None where none is committed:
+    """The committed result of a study of ``name`` (:func:`make_study`), or None where none is committed:
     the Dataset the study returned, with ``source`` ("summary"), ``code`` and ``date`` (per workload) saying
     what made it, and ``code_current``: whether that code is ``current`` (this checkout's digest of it)."""
     f = path(name, scale, seed, folder, kind)
@@ -390,10 +405,10 @@ def workload_ratios(names: Sequence[str] | None = None, scale: str | float = "la
 def code_current(summary: dict[str, Any]) -> bool:
     """Whether this checkout's code is the code that made ``summary``: its workload's
     (:meth:`~buddylib.workloads.base.Workload.code`), or for a study its cache key's."""
-    if summary.get("study", "run") == "maturity":
+    if summary.get("study", "run") != "run":
         from buddylib import fidelity
 
-        return summary["code"] == fidelity.maturity_key(summary["steps"], summary["snapshots"])["code"]
+        return summary["code"] == fidelity.study_key()["code"]
     return summary["code"] == workloads.get(summary["workload"]).code()
 
 
@@ -415,7 +430,11 @@ def note(ds: xr.Dataset) -> str:
 
 #: What reads each kind of summary, for the report index.
 USED_BY = {"hpc": "notebook 09: HPC scale trend and attribution", "dl": "notebook 09: DL size table and attribution",
-           "maturity": "notebook 09: training maturity, DL attribution (3x longer training)"}
+           "maturity": "notebook 09: training maturity, DL attribution (3x longer training)",
+           "adam": "notebook 09: optimizer table, DL attribution (Adam)",
+           "caffe": "notebook 09: framework accounting, DL attribution (Caffe-style memory)"}
+#: How the report index names a study summary.
+STUDY_LABELS = {"adam": "Adam instead of the recipe's optimizer", "caffe": "Caffe-style accounting"}
 
 
 def provenance(folder: str | Path | None = None) -> pd.DataFrame:
@@ -428,8 +447,9 @@ def provenance(folder: str | Path | None = None) -> pd.DataFrame:
         suite = workloads.get(s["workload"]).suite
         size = {"large": "1 GiB", "4096": "4 GiB"}.get(s["scale"], f"{s['scale']} scale")
         what = f"{s['workload']}, {'HPC ' if suite == 'hpc' else ''}{size}" + (
-            f", maturity ({s['steps']} steps)" if study == "maturity" else "")
-        rows.append({"summary": what, "used by": USED_BY["maturity" if study == "maturity" else
+            f", maturity ({s['steps']} steps)" if study == "maturity" else
+            f", {STUDY_LABELS[study]}" if study in STUDY_LABELS else "")
+        rows.append({"summary": what, "used by": USED_BY[study if study != "run" else
                                                          "hpc" if suite == "hpc" else "dl"],
                      "code": s["code"], "code current": code_current(s), "made": s["date"][:10],
                      "machine": s["machine"]["cpu"], "run s": float(s["seconds"])})
@@ -564,5 +584,7 @@ def check(names: Sequence[str] | None = None, scales: Sequence[str | float] | No
 
 if __name__ == "__main__":  # one summary of generate(): python -m buddylib.summaries NAME SCALE SEED FOLDER [STUDY]
     _name, _scale, _seed, _folder, *_study = sys.argv[1:]
-    _make = make_maturity if _study == ["maturity"] else make
-    write(_make(_name, _scale, int(_seed)), _folder)
+    if _study in ([], ["run"]):
+        write(make(_name, _scale, int(_seed)), _folder)
+    else:
+        write(make_study(_name, _scale, int(_seed), *_study), _folder)

@@ -1,5 +1,6 @@
 """The committed summaries of the slow DL studies (issue 22, item 3): the paper's six networks at paper scale
-and the training-maturity study, read by :mod:`buddylib.fidelity` instead of run, and checked within a tolerance.
+and the training-maturity, optimizer and framework studies, read by :mod:`buddylib.fidelity` instead of run,
+and checked within a tolerance.
 
 No test here runs a paper-scale network or a 480-step study: the committed files are checked for consistency
 and read; the machinery (making, reading, comparing) is tested on quick-scale runs and the quick fixtures.
@@ -30,6 +31,15 @@ def quick_alexnet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path,
     return data, folder, summaries.load(summaries.path("alexnet", "quick", folder=folder))
 
 
+def _study_summary(name: str, study: str) -> dict:
+    """A summary of ``name``'s optimizer (``"adam"``) or framework (``"caffe"``) study at quick scale, from the
+    committed fixture."""
+    ds = experiments._load_cached(fixtures.FOLDER / f"{name}-quick-s0.{study}.nc")
+    return {"format": summaries.STUDY_FORMAT, "study": study, "workload": name, "scale": "quick", "seed": 0,
+            "code": fidelity.study_key()["code"], "seconds": 1.0, "peak_rss_bytes": 0,
+            "date": "2000-01-01T00:00:00+00:00", "machine": fixtures.machine(), "result": summaries._to_dict(ds)}
+
+
 def _maturity_summary(name: str, steps: int = 200) -> dict:
     """A maturity summary of ``name`` at quick scale from the committed fixture (no training here)."""
     ds = experiments._load_cached(fixtures.FOLDER / f"{name}-quick-s0.maturity-200.nc")
@@ -48,8 +58,12 @@ def test_committed_dl_summaries_are_complete_and_read_without_running() -> None:
     for n in studied:
         s = summaries.load(summaries.path(n, "default", study="maturity"))
         assert (s["steps"], s["snapshots"]) == (fidelity.maturity_steps("default"), 9) and len(s["code"]) == 12
+    for study, names in (("adam", fidelity.OPTIMIZER_NETWORKS), ("caffe", studied)):  # and the other two studies
+        for n in names:
+            s = summaries.load(summaries.path(n, "default", study=study))
+            assert s["study"] == study and len(s["code"]) == 12 and s["seconds"] > 0
     files = [*summaries.DL_FOLDER.glob("*.json")]
-    assert len(files) == len(fidelity.PAPER_NETWORKS) + len(studied)  # nothing else committed there
+    assert len(files) == len(fidelity.PAPER_NETWORKS) + 2 * len(studied) + len(fidelity.OPTIMIZER_NETWORKS)
     assert sum(f.stat().st_size for f in files) < 4 << 20  # a few MB
 
     ps = fidelity.paper_scale(progress=False, data="/nonexistent")  # reading a run would fail there
@@ -59,6 +73,16 @@ def test_committed_dl_summaries_are_complete_and_read_without_running() -> None:
     mat = fidelity.maturity(studied, "default", data="/nonexistent", progress=False)
     assert list(mat.source.values) == ["summary"] * len(studied) and int(mat.step.max()) == 480
     assert "Read from the committed summaries" in summaries.note(ps) and "alexnet (code" in summaries.note(mat)
+    opt = fidelity.optimizer(scale="default", data="/nonexistent", progress=False)
+    fa = fidelity.framework_accounting(studied, "default", data="/nonexistent", progress=False)
+    assert list(opt.workload.values) == list(fidelity.OPTIMIZER_NETWORKS)
+    assert list(opt.source.values) == ["summary"] * len(fidelity.OPTIMIZER_NETWORKS)
+    assert list(fa.source.values) == ["summary"] * len(studied)
+    eff = opt.effective_ratio.sel(compressor="bpc32")
+    share = opt.optimizer_share
+    assert bool(((eff > 0.9) & (eff < 10)).all()) and bool(((share > 0) & (share < 1)).all())
+    assert bool((fa.footprint.sel(accounting="caffe", point="after_update") >
+                 fa.footprint.sel(accounting="pytorch", point="after_update")).all())
 
 
 def test_a_dl_summary_gives_the_runs_numbers(quick_alexnet: tuple[Path, Path, dict]) -> None:
@@ -108,6 +132,22 @@ def test_maturity_reads_a_committed_study_of_the_same_steps(tmp_path: Path) -> N
     other = fidelity.maturity(["vgg16"], "quick", data=fixtures.FOLDER, progress=False,
                               summary_folder=tmp_path / "other")
     assert other.source.item() == "run"
+
+
+@pytest.mark.parametrize("study", ["adam", "caffe"])
+def test_the_optimizer_and_framework_studies_read_a_committed_one(study: str, tmp_path: Path) -> None:
+    summaries.write(_study_summary("alexnet", study), tmp_path)
+    read = getattr(fidelity, {"adam": "optimizer", "caffe": "framework_accounting"}[study])
+    kept = read(["alexnet", "vgg16"], "quick", data=fixtures.FOLDER, progress=False, summary_folder=tmp_path)
+    run = read(["alexnet", "vgg16"], "quick", data=fixtures.FOLDER, progress=False, summary_folder=False)
+    assert list(kept.source.values) == ["summary", "run"] and list(run.source.values) == ["run", "run"]
+    assert bool(kept.code_current.sel(workload="alexnet")) and "alexnet (code" in summaries.note(kept)
+    for v in ("effective_ratio", "optimizer_share") if study == "adam" else ("footprint", "ideal_ratio",
+                                                                               "effective_ratio"):
+        assert kept[v].equals(run[v]), v
+    summaries.write(_study_summary("alexnet", study) | {"code": "0" * 12}, tmp_path)  # other code: read, said so
+    old = read(["alexnet"], "quick", data=fixtures.FOLDER, progress=False, summary_folder=tmp_path)
+    assert old.source.item() == "summary" and not bool(old.code_current.item())
 
 
 def test_dl_summaries_compare_within_the_tolerance(quick_alexnet: tuple[Path, Path, dict]) -> None:
@@ -173,9 +213,10 @@ def test_reproduce_schedules_no_committed_study(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(pipeline, "run_all", lambda tasks, *a, **k: seen.extend(tasks) or {})
     reproduce.generate(tmp_path, "default", [*fidelity.STUDY_CNNS, "ostencil"], full=True)
     kinds = {t.kind for t in seen}
-    assert "paper" not in kinds and {"caffe", "run", "adam"} <= kinds
-    assert {t.name for t in seen if t.kind == "maturity"} == {
-        n for n in fidelity.STUDY_CNNS if not summaries.path(n, "default", study="maturity").is_file()}
+    assert "paper" not in kinds and "run" in kinds
+    for kind in ("maturity", "adam", "caffe"):
+        assert {t.name for t in seen if t.kind == kind} == {
+            n for n in fidelity.STUDY_CNNS if not summaries.path(n, "default", study=kind).is_file()}, kind
     at = {s: {t.name for t in seen if t.kind == "run" and t.scale == s} for s in ("quick", 32)}
     assert at["quick"] == set(workloads.names("hpc"))
     assert at[32] == {n for n in workloads.names("hpc") if not summaries.path(n, 32).is_file()}
@@ -187,6 +228,8 @@ def test_provenance_lists_every_committed_summary() -> None:
     assert {"used by", "code", "code current", "made", "machine", "run s"} <= set(table.columns)
     assert any(i.startswith("alexnet, paper scale") for i in table.index)
     assert any("maturity (480 steps)" in i for i in table.index)
+    assert any(i.startswith("biglstm, default scale, Adam") for i in table.index)
+    assert any(i.startswith("vgg16, default scale, Caffe") for i in table.index)
     assert table["code"].str.len().eq(12).all() and table["run s"].gt(0).all()
 
 
