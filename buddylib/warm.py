@@ -42,9 +42,9 @@ WORKLOADS = {"hpc:bt+sp": ("bt", "sp"), "hpc:cloverleaf": ("cloverleaf",), "hpc:
 #: fresh process with an empty ``NUMBA_CACHE_DIR``, AMD EPYC without AVX-512 under a load of ~3; ``make bench``'s
 #: ``compile.md`` measures them again). A group's kernels share compiled helpers, so it runs in one process;
 #: :func:`warm` shares the groups among its processes by these costs, so they end at about the same time.
-COST = {"bpc32": 16.5, "bpc64": 15.7, "hpc:bt+sp": 12.9, "others": 12.0, "hpc:hpgmg+mriq+ostencil": 9.2,
+COST = {"bpc32": 16.5, "bpc64": 15.7, "ebo": 14.6, "hpc:bt+sp": 12.9, "others": 12.0, "hpc:hpgmg+mriq+ostencil": 9.2,
         "hpc:cg+ep": 8.9, "hpc:lulesh": 8.7, "hpc:cloverleaf": 7.4, "hpc:seismic+swim": 4.5, "hpc:olbm+ilbdc": 3.4,
-        "hpc:md+minighost": 3.2}
+        "hpc:md+minighost": 3.2}  # ebo: measured idle
 GROUPS = tuple(COST)
 #: The environment variable :func:`warm` sets once it has warmed numba's cache for this Python and cache folder.
 WARMED = "BUDDY_NUMBA_WARMED"
@@ -96,6 +96,11 @@ def steps(group: str | None = None) -> dict[str, Callable[[], object]]:
             for name in ("bdi", "fpc", "zvc"):
                 add(name, parallel, lambda name=name: (compressors.bits(words, name), compressors.bits(frozen, name)))
             add("sectors", parallel, lambda: (compressors.sectors(words), compressors.sectors(frozen)))
+        if group in (None, "ebo"):
+            for fmt in ("bf16", "fp16"):  # one compile serves both formats (the widths are arguments)
+                ebo = compressors.EBO(fmt)
+                add(f"ebo-{fmt}", parallel, lambda ebo=ebo: (ebo.bits(frozen), ebo.decode(ebo.encode(words)),
+                                                             ebo.decode_entries(*ebo.encode_entries(frozen))))
     if group in (None, "others"):
         lines = np.arange(100)
         out["metadata cache"] = lambda: caches.set_associative_hits(lines, 1024, 32, 2)

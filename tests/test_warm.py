@@ -19,13 +19,16 @@ _PROBE = """
 import json, sys
 import numpy as np
 from buddylib import compressors, warm
-from buddylib.compressors import abc, bdi, bpc_kernels, fpc, zvc
+from buddylib.compressors import abc, bdi, bpc_kernels, ebo, fpc, zvc
 from buddylib.timing import caches
 
 kernels = {"sectors": abc._sectors, "sectors serial": abc._sectors_serial, "bdi": bdi._bdi_kernel,
            "bdi serial": bdi._bdi_kernel_serial, "fpc": fpc._fpc_kernel, "fpc serial": fpc._fpc_kernel_serial,
            "zvc": zvc._zvc_kernel, "zvc serial": zvc._zvc_kernel_serial,
            "metadata cache": caches._set_assoc_lru, "page LRU": caches._page_lru_faults}
+for parallel, trio in ebo.KERNELS.items():
+    for name, k in zip(("bits", "encode", "decode"), trio):
+        kernels[f"ebo {name} {parallel}"] = k
 for (parallel, width), trio in bpc_kernels.KERNELS.items():
     for name, k in zip(("bits", "encode", "decode"), trio):
         kernels[f"bpc{width} {name} {parallel}"] = k
@@ -52,6 +55,11 @@ for x in data.values():
             bpc.decode(bpc.encode(part))
             bpc.decode(memoryview(bytearray(bpc.encode(part))))
             bpc.decode_entries(*bpc.encode_entries(part))
+        for fmt in ("bf16", "fp16"):
+            e = compressors.get(f"ebo-{fmt}")
+            e.decode(e.encode(part))
+            e.decode(memoryview(bytearray(e.encode(part))))
+            e.decode_entries(*e.encode_entries(part))
 caches.set_associative_hits(np.arange(50, dtype=np.int32), 1024, 32, 2)
 caches.page_faults(np.frombuffer(np.arange(9).tobytes(), dtype=np.int64), 3)
 print(json.dumps({"warmed": warmed, "after": signatures()}))

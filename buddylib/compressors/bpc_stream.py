@@ -92,30 +92,36 @@ def data_nbytes(data: object, entries: np.ndarray) -> int:
         return np.asarray(data).nbytes
 
 
-def pack(width: int, data: np.ndarray, lengths: np.ndarray, payload: np.ndarray) -> bytes:
-    """The stream of a buffer ``data`` (its bytes, uint8) whose entries' codes are ``(lengths, payload)``."""
-    header = HEADER.pack(MAGIC, width, bytes(3), data.size, lengths.size, zlib.crc32(data))
+def pack(width: int, data: np.ndarray, lengths: np.ndarray, payload: np.ndarray, magic: bytes = MAGIC) -> bytes:
+    """The stream of a buffer ``data`` (its bytes, uint8) whose entries' codes are ``(lengths, payload)``;
+    ``magic`` and ``width`` name the code (another per-entry code keeps this container under its own)."""
+    header = HEADER.pack(magic, width, bytes(3), data.size, lengths.size, zlib.crc32(data))
     return b"".join((header, lengths.astype("<u2").tobytes(), payload.tobytes()))
 
 
-def unpack(stream: object, width: int) -> Stream:
-    """Split a stream written by bpc``width`` into its parts; ``ValueError`` for a foreign stream or a
-    damaged header or length table (the codes are checked by :func:`check_codes` and the decoder)."""
+def unpack(stream: object, width: int, magic: bytes = MAGIC, name: str | None = None) -> Stream:
+    """Split a stream written by bpc``width`` (or by the code ``name`` whose stream has ``magic``) into its
+    parts; ``ValueError`` for a foreign stream or a damaged header or length table (the codes are checked by
+    :func:`check_codes` and the decoder)."""
+    kind = "BPC" if magic == MAGIC else magic[:3].decode("ascii", "replace")
+    name = name or f"bpc{width}"
     buf = np.frombuffer(memoryview(stream).cast("B"), dtype=np.uint8)  # type: ignore[arg-type]
     if buf.size < HEADER.size:
-        raise ValueError(f"BPC stream of {buf.size} bytes is shorter than its {HEADER.size}-byte header")
-    magic, stream_width, reserved, nbytes, n, crc = HEADER.unpack(buf[: HEADER.size].tobytes())
-    if magic != MAGIC:
-        raise ValueError(f"not a BPC stream (magic {magic!r}, expected {MAGIC!r})")
+        raise ValueError(f"{kind} stream of {buf.size} bytes is shorter than its {HEADER.size}-byte header")
+    found, stream_width, reserved, nbytes, n, crc = HEADER.unpack(buf[: HEADER.size].tobytes())
+    if found != magic:
+        raise ValueError(f"not {'an' if kind[0] in 'AEIOU' else 'a'} {kind} stream (magic {found!r}, expected "
+                         f"{magic!r})")
     if reserved != bytes(3):
-        raise ValueError("BPC stream header has nonzero reserved bytes (corrupted header)")
+        raise ValueError(f"{kind} stream header has nonzero reserved bytes (corrupted header)")
     if stream_width != width:
-        raise ValueError(f"stream was written by bpc{stream_width}, not bpc{width}")
+        writer = f"bpc{stream_width}" if magic == MAGIC else f"format {stream_width}"
+        raise ValueError(f"stream was written by {writer}, not {name}")
     if n != n_entries(nbytes):
         raise ValueError(f"header says {n} entries for {nbytes} bytes (corrupted header)")
     end = HEADER.size + 2 * n
     if buf.size < end:
-        raise ValueError(f"BPC stream truncated inside its length table ({buf.size} of {end} bytes)")
+        raise ValueError(f"{kind} stream truncated inside its length table ({buf.size} of {end} bytes)")
     return Stream(nbytes, crc, buf[HEADER.size:end].view("<u2"), buf[end:])
 
 
@@ -127,5 +133,5 @@ def check_data(entries: np.ndarray, stream: Stream) -> bytes:
         raise ValueError(f"entry {entries.shape[0] - 1}: nonzero bytes past the end of the data (corrupted)")
     data = flat[: stream.nbytes]
     if zlib.crc32(data) != stream.crc:
-        raise ValueError("BPC stream checksum mismatch: the decoded data is not what was encoded")
+        raise ValueError("stream checksum mismatch: the decoded data is not what was encoded")
     return data.tobytes()
