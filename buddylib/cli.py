@@ -43,10 +43,15 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The code of 16-bit floats :func:`_analyze` adds by default, per dtype an allocation may have.
+FLOAT16_CODES = {"bfloat16": "ebo-bf16", "float16": "ebo-fp16"}
+
+
 def _analyze(args: argparse.Namespace) -> int:
     import json
 
     from buddylib import analysis, readers
+    from buddylib.compressors import DEFAULT_COMPRESSORS
     from buddylib.compressors import names as compressor_names
     from buddylib.readers import human_bytes
     from buddylib.snapshot import Snapshot
@@ -54,7 +59,8 @@ def _analyze(args: argparse.Namespace) -> int:
     shape = _parse_shape(args.shape) if args.shape else None
     if shape is not None and args.dtype is None:
         raise ValueError("--shape needs --dtype (it describes a raw dump)")
-    analysis.check_compressors(args.compressor)
+    if args.compressor is not None:
+        analysis.check_compressors(args.compressor)
     out = Path(args.out) if args.out else None
     if out is not None:
         _check_out(out, [Path(p) for p in args.paths])
@@ -69,7 +75,11 @@ def _analyze(args: argparse.Namespace) -> int:
             allocations.extend(readers.read(path, dtype=args.dtype, shape=shape, prefix=prefix,
                                             max_bytes=args.max_bytes))
         snapshots = [Snapshot("user", allocations)]
+        if args.compressor is None:  # the paper's five, and the code made for 16-bit floats where they are
+            args.compressor = [*DEFAULT_COMPRESSORS, *(FLOAT16_CODES[d] for d in sorted(
+                {a.dtype for a in allocations} & set(FLOAT16_CODES)))]
     else:
+        args.compressor = args.compressor or list(DEFAULT_COMPRESSORS)
         snapshots = run
         recorded = set.intersection(*(set(a.sectors) for s in run for a in s.allocations))
         missing = [c for c in args.compressor if c in compressor_names() and c not in recorded]
@@ -403,8 +413,10 @@ def _parser() -> argparse.ArgumentParser:
                                    "ratio per compressor, chosen target, overflow and device/buddy bytes.")
     a.add_argument("paths", nargs="+", metavar="PATH",
                    help="input files or zarr stores, or one run saved by `buddy workloads run` (.nc)")
-    a.add_argument("--compressor", nargs="+", default=list(DEFAULT_COMPRESSORS), metavar="NAME",
-                   help="compressors; the first drives the layout (default: %(default)s)")
+    a.add_argument("--compressor", nargs="+", default=None, metavar="NAME",
+                   help="compressors; the first drives the layout (default: "
+                        f"{' '.join(DEFAULT_COMPRESSORS)}, and where the data holds bfloat16 or float16 arrays "
+                        f"the code made for them, {' and '.join(FLOAT16_CODES.values())})")
     a.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
                    help="buddy threshold, the largest accepted overflow fraction (default %(default)s)")
     a.add_argument("--targets", type=float, nargs="+", default=list(TARGETS), metavar="R",

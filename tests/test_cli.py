@@ -414,3 +414,22 @@ def test_analyze_plot_refuses_to_overwrite_an_input(files: Path, capsys) -> None
     src.write_bytes(b"not an image")
     rc, _, err = _analyze(capsys, src, "--dtype", "uint8", "--plot", src)
     assert rc == 2 and "is an input" in err and src.read_bytes() == b"not an image"
+
+
+def test_16_bit_floats_get_their_code_by_default(capsys, tmp_path):
+    """A checkpoint in bf16 or fp16 is analysed with the code made for 16-bit floats beside the paper's five;
+    float32 data, or an explicit --compressor, without it."""
+    torch = pytest.importorskip("torch")
+    from safetensors.torch import save_file
+
+    w = torch.randn(64 * 300, generator=torch.Generator().manual_seed(0)) * 0.02
+    save_file({"w": w.to(torch.bfloat16), "h": w.half(), "f": w}, str(tmp_path / "m.safetensors"))
+    rc, out, _ = _analyze(capsys, tmp_path / "m.safetensors")
+    assert rc == 0 and "ideal ebo-bf16" in out and "ideal ebo-fp16" in out and "ideal bpc32" in out
+    rows = {r["allocation"]: r for r in _json(capsys, tmp_path / "m.safetensors")["allocations"]}
+    assert rows["w"]["ideal ebo-bf16"] > 1.3 > rows["w"]["ideal bpc32"]
+    rc, out, _ = _analyze(capsys, tmp_path / "m.safetensors", "--compressor", "bpc32")
+    assert rc == 0 and "ebo" not in out
+    np.save(tmp_path / "f.npy", w.numpy())
+    rc, out, _ = _analyze(capsys, tmp_path / "f.npy")
+    assert rc == 0 and "ebo" not in out and "ideal zvc" in out
