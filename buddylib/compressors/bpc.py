@@ -18,7 +18,8 @@ zero planes are nearly free. The canonical code of this suite is SPEC §2.1, for
 
 The work is split by job: the compiled kernels are :mod:`~buddylib.compressors.bpc_kernels`,
 the containers (stream format, offsets, validation of what is read) are
-:mod:`~buddylib.compressors.bpc_stream`; this class picks a kernel and joins the two.
+:mod:`~buddylib.compressors.bpc_stream`, and :class:`~buddylib.compressors.coded.Coded` picks a
+kernel and joins the two, as for every code with a decoder; this class names BPC's.
 
 Each kernel runs in parallel on one large buffer, and serially, without the GIL, on inputs
 below ``abc.PARALLEL_MIN_ENTRIES`` (starting threads costs more than it saves there) and on
@@ -34,15 +35,13 @@ data.
 
 from __future__ import annotations
 
-import contextlib
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from buddylib.compressors import bpc_stream
-from buddylib.compressors.abc import PARALLEL_LAUNCH, Compressor, parallel_for, readonly
 from buddylib.compressors.bpc_kernels import DECODE_ERRORS, KERNELS
-from buddylib.entries import ENTRY_BYTES, as_entries
+from buddylib.compressors.coded import Coded
 
 
 class _Params:
@@ -62,7 +61,7 @@ class _Params:
         self.min_bits = 3 + 2 + self.run_bits  # zero base + one run of all planes
 
 
-class BPC(Compressor):
+class BPC(Coded):
     """Bit-Plane Compression with W-bit words (SPEC §2.1): size path, encoder and decoder.
 
     >>> import numpy as np
@@ -78,76 +77,26 @@ class BPC(Compressor):
     several threads at once (numba's parallel kernels are not, under its ``workqueue`` threading layer).
     """
 
+    magic: ClassVar[bytes] = bpc_stream.MAGIC
+    decode_errors: ClassVar[dict[int, str]] = DECODE_ERRORS
+
     def __init__(self, width: int = 32, *, parallel: bool = True):
         self._p = _Params(width)
         self.width = width
         self.parallel = bool(parallel)
         self.name = f"bpc{width}"  # type: ignore[misc]
         self.max_bits = self._p.max_bits  # type: ignore[misc]
+        self.min_bits = self._p.min_bits
 
     def __repr__(self) -> str:
         return f"BPC(width={self.width})" if self.parallel else f"BPC(width={self.width}, parallel=False)"
 
-    def _kernels(self, n_entries: int) -> tuple[tuple[Any, Any, Any], contextlib.AbstractContextManager]:
-        """The (bits, encode, decode) kernels for an input of ``n_entries``, and the lock they need:
-        one parallel launch at a time (``abc.PARALLEL_LAUNCH``); serial kernels need no turn."""
-        if self.parallel and parallel_for(n_entries):
-            return KERNELS[True, self.width], PARALLEL_LAUNCH
-        return KERNELS[False, self.width], contextlib.nullcontext()
+    def _kernel_table(self) -> dict[bool, tuple[Any, Any, Any]]:
+        return {p: KERNELS[p, self.width] for p in (True, False)}
 
     def _words(self, entries: np.ndarray) -> np.ndarray:
         return entries.view(np.uint32 if self.width == 32 else np.uint64)
 
-    def _bits(self, entries: np.ndarray) -> np.ndarray:
-        (bits_kernel, _, _), turn = self._kernels(entries.shape[0])
-        with turn:
-            return bits_kernel(readonly(self._words(entries)))
-
-    def encode_entries(self, data: object) -> tuple[np.ndarray, np.ndarray]:
-        """Encode every entry: ``(lengths, payload)``.
-
-        ``lengths`` (uint16[E]) is each entry's code length in bits, equal to ``bits``;
-        ``payload`` (uint8) holds the codes MSB first, entry e starting at byte
-        ``sum(ceil(lengths[:e] / 8))``, unused bits of an entry's last byte zero.
-        """
-        entries = as_entries(data)
-        words = readonly(self._words(entries))
-        (bits_kernel, encode_kernel, _), turn = self._kernels(entries.shape[0])
-        with turn:
-            lengths = bits_kernel(words)
-            offsets = bpc_stream.code_offsets(lengths)
-            payload = np.empty(int(offsets[-1]), dtype=np.uint8)
-            bad = encode_kernel(words, offsets, payload, lengths)
-        if bad:  # the two traversals disagree: a bug, never a data condition
-            raise AssertionError(f"BPC encoder and size path disagree on {bad} entries")
-        return lengths, payload
-
-    def decode_entries(self, lengths: np.ndarray, payload: np.ndarray) -> np.ndarray:
-        """Inverse of :meth:`encode_entries`: the ``(E, 128)`` uint8 entries.
-
-        Raises ``ValueError`` naming the first bad entry for a truncated or corrupted input.
-        """
-        lengths, offsets, payload = bpc_stream.check_codes(lengths, payload, self._p.min_bits,
-                                                              self._p.max_bits, self.name)
-        out = np.empty((lengths.size, ENTRY_BYTES), dtype=np.uint8)
-        errors = np.zeros(lengths.size, dtype=np.uint8)
-        (_, _, decode_kernel), turn = self._kernels(lengths.size)
-        with turn:
-            decode_kernel(readonly(payload), offsets, lengths, self._words(out), errors)
-        bpc_stream.raise_entry_error(errors, DECODE_ERRORS)
-        return out
-
-    def encode(self, data: object) -> bytes:
-        """Whole buffer -> self-describing BPC stream (header, lengths, codes)."""
-        flat = as_entries(data)
-        nbytes = bpc_stream.data_nbytes(data, flat)
-        lengths, payload = self.encode_entries(flat)
-        return bpc_stream.pack(self.width, flat.reshape(-1)[:nbytes], lengths, payload)
-
-    def decode(self, stream: object) -> bytes:
-        """Inverse of :meth:`encode`; ``ValueError`` for any damaged or foreign stream."""
-        parts = bpc_stream.unpack(stream, self.width)
-        return bpc_stream.check_data(self.decode_entries(parts.lengths, parts.payload), parts)
-
-    def get_config(self) -> dict[str, Any]:
-        return {"id": self.name}
+    @property
+    def stream_id(self) -> int:
+        return self.width

@@ -51,15 +51,14 @@ entropy, bounds a per-entry code of bf16 weights. fp16's 10-bit mantissa leaves 
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any, ClassVar
 
 import numba as nb
 import numpy as np
 
-from buddylib.compressors import bpc_stream
-from buddylib.compressors.abc import PARALLEL_LAUNCH, Compressor, chunk_body, parallel_for, readonly, serial
-from buddylib.entries import ENTRY_BYTES, as_entries
+from buddylib.compressors.abc import chunk_body, serial
+from buddylib.compressors.coded import Coded
+from buddylib.entries import ENTRY_BYTES
 
 #: (exponent bits, mantissa bits) of each 16-bit format.
 FORMATS = {"bf16": (8, 7), "fp16": (5, 10)}
@@ -293,7 +292,7 @@ def _decode(payload, offsets, lengths, out, errors, E, M):
 KERNELS = {True: (_bits, _encode, _decode), False: (serial(_bits), serial(_encode), serial(_decode))}
 
 
-class EBO(Compressor):
+class EBO(Coded):
     """Exponent-base-offset code of 16-bit floats (module docstring): size path, encoder and decoder.
 
     >>> import numpy as np
@@ -304,10 +303,14 @@ class EBO(Compressor):
     >>> ebo.decode(ebo.encode(ones)) == ones.tobytes()
     True
 
-    ``parallel=False``: serial kernels that release the GIL on every input, as :class:`BPC`'s.
+    ``parallel=False``: serial kernels that release the GIL on every input, as :class:`BPC`'s. Its stream is
+    BPC's container under its own magic (``EBO1``), the format byte 16 for bf16 and 17 for fp16.
     """
 
     max_bits: ClassVar[int] = 1 + 64 + 8 + 3 + VALUES * (1 + 7 + 7 + 8)  # the longer of the two formats
+    min_bits = 1 + 64  # the all-zero entry
+    magic: ClassVar[bytes] = MAGIC
+    decode_errors: ClassVar[dict[int, str]] = DECODE_ERRORS
 
     def __init__(self, fmt: str = "bf16", *, parallel: bool = True):
         if fmt not in FORMATS:
@@ -315,67 +318,17 @@ class EBO(Compressor):
         self.fmt = fmt
         self.parallel = bool(parallel)
         self.name = f"ebo-{fmt}"  # type: ignore[misc]
-        self._e, self._m = FORMATS[fmt]
-        self.min_bits = 1 + 64  # the all-zero entry
+        self._args = FORMATS[fmt]
 
     def __repr__(self) -> str:
         return f"EBO({self.fmt!r})" if self.parallel else f"EBO({self.fmt!r}, parallel=False)"
 
-    def _kernels(self, n_entries: int) -> tuple[tuple[Any, Any, Any], contextlib.AbstractContextManager]:
-        if self.parallel and parallel_for(n_entries):
-            return KERNELS[True], PARALLEL_LAUNCH
-        return KERNELS[False], contextlib.nullcontext()
+    def _kernel_table(self) -> dict[bool, tuple[Any, Any, Any]]:
+        return KERNELS
 
-    def _bits(self, entries: np.ndarray) -> np.ndarray:
-        (bits, _, _), turn = self._kernels(entries.shape[0])
-        with turn:
-            return bits(readonly(entries.view(np.uint16)), self._e, self._m)
-
-    def encode_entries(self, data: object) -> tuple[np.ndarray, np.ndarray]:
-        """Encode every entry: ``(lengths, payload)``, laid out as :meth:`BPC.encode_entries`'s (uint16 bits
-        per entry; codes MSB first, each from a byte boundary)."""
-        entries = as_entries(data)
-        words = readonly(entries.view(np.uint16))
-        (bits, encode, _), turn = self._kernels(entries.shape[0])
-        with turn:
-            lengths = bits(words, self._e, self._m)
-            offsets = bpc_stream.code_offsets(lengths)
-            payload = np.zeros(int(offsets[-1]), dtype=np.uint8)
-            bad = encode(words, offsets, payload, lengths, self._e, self._m)
-        if bad:  # the two traversals disagree: a bug, never a data condition
-            raise AssertionError(f"{self.name} encoder and size path disagree on {bad} entries")
-        return lengths, payload
-
-    def decode_entries(self, lengths: np.ndarray, payload: np.ndarray) -> np.ndarray:
-        """Inverse of :meth:`encode_entries`: the ``(E, 128)`` uint8 entries; ``ValueError`` naming the first
-        bad entry for a truncated or corrupted input."""
-        lengths, offsets, payload = bpc_stream.check_codes(lengths, payload, self.min_bits, self.max_bits,
-                                                              self.name)
-        out = np.empty((lengths.size, ENTRY_BYTES), dtype=np.uint8)
-        errors = np.zeros(lengths.size, dtype=np.uint8)
-        (_, _, decode), turn = self._kernels(lengths.size)
-        with turn:
-            decode(readonly(payload), offsets, lengths, out.view(np.uint16), errors, self._e, self._m)
-        bpc_stream.raise_entry_error(errors, DECODE_ERRORS)
-        return out
-
-    def encode(self, data: object) -> bytes:
-        """Whole buffer -> self-describing stream (BPC's container, magic ``EBO1``, the format's id)."""
-        flat = as_entries(data)
-        nbytes = bpc_stream.data_nbytes(data, flat)
-        lengths, payload = self.encode_entries(flat)
-        return bpc_stream.pack(self._id, flat.reshape(-1)[:nbytes], lengths, payload, MAGIC)
-
-    def decode(self, stream: object) -> bytes:
-        """Inverse of :meth:`encode`; ``ValueError`` for any damaged or foreign stream."""
-        parts = bpc_stream.unpack(stream, self._id, MAGIC, self.name)
-        return bpc_stream.check_data(self.decode_entries(parts.lengths, parts.payload), parts)
+    def _words(self, entries: np.ndarray) -> np.ndarray:
+        return entries.view(np.uint16)
 
     @property
-    def _id(self) -> int:
-        return 16 + list(FORMATS).index(self.fmt)  # the stream header's format byte: 16 bf16, 17 fp16
-
-    def get_config(self) -> dict[str, Any]:
-        return {"id": self.name}
-
-
+    def stream_id(self) -> int:
+        return 16 + list(FORMATS).index(self.fmt)
