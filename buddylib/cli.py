@@ -390,8 +390,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     b = sub.add_parser("bench", help="compressor throughput and ratios beside zstd and lz4",
-                       description="Time every compressor on sparse, smooth and random data "
-                                   "and write CSV, Markdown and a figure.")
+                       description="Time every compressor on sparse, smooth and random data and bf16 "
+                                   "weights, beside zstd-1 and lz4, and write CSV, Markdown and a figure.")
     b.add_argument("--mib", type=_positive_int, default=256, help="MiB per data kind (default 256)")
     b.add_argument("--repeat", type=_positive_int, default=5,
                    help="timed calls per figure, median reported with min/max (default and least 5)")
