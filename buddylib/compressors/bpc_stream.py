@@ -1,6 +1,8 @@
-"""BPC's containers, apart from the code itself: their layout and their validation.
+"""The containers of BPC's codes, apart from the code itself: their layout and their validation. Every
+per-entry code with a decoder keeps its codes in them (:class:`~buddylib.compressors.coded.Coded`; EBO's
+stream under its own magic, ``EBO1``, its format in the width byte).
 
-Two containers hold BPC codes:
+Two containers hold the codes:
 
 * the entries' codes, ``(lengths, payload)``: a uint16 length in bits per entry, and the codes
   packed one after another on byte boundaries (:func:`code_offsets`), as
