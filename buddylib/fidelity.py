@@ -11,7 +11,7 @@ paper's; the factors are measured one at a time from the same baseline, not comp
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +21,7 @@ from tqdm import tqdm
 
 from buddylib import experiments, paper, workloads
 from buddylib.analysis import analyze
-from buddylib.provenance import ANALYSIS_SOURCES, code_version, frozen
+from buddylib.provenance import code_version, frozen
 from buddylib.workloads.base import PAPER_COMPRESSORS
 
 #: The networks compared at the paper's scale: the paper's DL set (each has a "paper" scale here).
@@ -56,25 +56,27 @@ def maturity(names: Sequence[str], scale: str | float = "default", steps: int | 
     ``code_current`` whether it is this checkout's.
     """
     steps = maturity_steps(scale) if steps is None else int(steps)
-    key = maturity_key(steps, snapshots)
+    def key(name: str) -> dict:
+        return maturity_key(name, steps, snapshots)
+
     return _committed_or_run("maturity", names, scale, seed, Path(data), key, f".maturity-{steps}.nc",
-                             lambda name: maturity_run(name, scale, seed, key), "training maturity", progress,
+                             lambda name: maturity_run(name, scale, seed, key(name)), "training maturity", progress,
                              summary_folder)
 
 
-def _committed_or_run(kind: str, names: Sequence[str], scale: str | float, seed: int, data: Path, key: dict,
+def _committed_or_run(kind: str, names: Sequence[str], scale: str | float, seed: int, data: Path,
+                      key: Callable[[str], dict],
                       suffix: str, make, desc: str, progress: bool,
                       folder: str | Path | bool | None) -> xr.Dataset:
     """A study's results over ``names``: each network's committed summary of study ``kind`` where one matches
-    ``key`` (:func:`_summary`), else its run cached in ``data`` (:func:`_study`), with ``source``, ``code``,
+    ``key(name)`` (:func:`_summary`), else its run cached in ``data`` (:func:`_study`), with ``source``, ``code``,
     ``code_current`` and ``date`` per workload saying which."""
-    kept = {n: r for n in names if (r := _summary(kind, n, scale, seed, key, folder)) is not None}
+    kept = {n: r for n in names if (r := _summary(kind, n, scale, seed, key(n), folder)) is not None}
     rest = [n for n in names if n not in kept]
     if rest:
         ran = _study(rest, data, f"-{scale}-s{seed}{suffix}", key, make, desc, progress)
-        code = str(ran.attrs.get("code", ""))
-        ran = ran.assign(source=("workload", ["run"] * len(rest)), code=("workload", [code] * len(rest)),
-                         code_current=("workload", [code == key["code"]] * len(rest)),
+        current = [str(c) == key(n)["code"] for n, c in zip(rest, ran.code.values, strict=True)]
+        ran = ran.assign(source=("workload", ["run"] * len(rest)), code_current=("workload", current),
                          date=("workload", [""] * len(rest)))
         kept |= {n: ran.sel(workload=[n]) for n in rest}
     parts = [kept[n] for n in names]
@@ -96,17 +98,27 @@ def _summary(kind: str, name: str, scale: str | float, seed: int, key: dict,
     return ds
 
 
-def study_key() -> dict:
-    """What the optimizer and framework studies' results depend on: the code of the runs and the analysis."""
-    return {"code": code_version(*ANALYSIS_SOURCES)}
+#: Study code beyond the workload's and the analysis's: the Caffe-style accounting's own module.
+STUDY_SOURCES = {"maturity": (), "adam": (), "caffe": ("workloads/dl/caffe.py",)}
 
 
-def maturity_key(steps: int, snapshots: int = 9) -> dict:
-    """What a maturity result depends on: its steps and snapshots, and the code of the runs and the analysis."""
-    return {"steps": int(steps), "snapshots": int(snapshots), **study_key()}
+def study_key(name: str, study: str) -> dict:
+    """What network ``name``'s result of ``study`` (``"maturity"``, ``"adam"``, ``"caffe"``) depends on: the
+    code of its run and of the analysis (:func:`~buddylib.experiments.analysis_code`), and the study's own
+    module; editing another workload changes none of it."""
+    if study not in STUDY_SOURCES:
+        raise ValueError(f"study {study!r}: one of {', '.join(STUDY_SOURCES)}")
+    own = f"+{code_version(*STUDY_SOURCES[study])}" if STUDY_SOURCES[study] else ""
+    return {"code": experiments.analysis_code(name) + own}
 
 
-def _study(names: Sequence[str], data: Path, suffix: str, key: dict, make, desc: str, progress: bool) -> xr.Dataset:
+def maturity_key(name: str, steps: int, snapshots: int = 9) -> dict:
+    """What ``name``'s maturity result depends on: its steps and snapshots, and :func:`study_key`."""
+    return {"steps": int(steps), "snapshots": int(snapshots), **study_key(name, "maturity")}
+
+
+def _study(names: Sequence[str], data: Path, suffix: str, key: Callable[[str], dict], make, desc: str,
+           progress: bool) -> xr.Dataset:
     """A study's results over ``names``, each network's cached as ``<name><suffix>`` in ``data``: read back while
     its attributes hold ``key`` (in a frozen folder, the committed fixtures, as it is), else made by
     ``make(name)`` and saved; a frozen folder without it is an error, never remade. Dims (workload, ...)."""
@@ -115,15 +127,15 @@ def _study(names: Sequence[str], data: Path, suffix: str, key: dict, make, desc:
         cache = data / f"{name}{suffix}"
         if cache.exists():
             cached = experiments._load_cached(cache)
-            if frozen(data) or all(cached.attrs.get(k) == v for k, v in key.items()):
-                out.append(cached)
+            if frozen(data) or all(cached.attrs.get(k) == v for k, v in key(name).items()):
+                out.append(cached.assign(code=("workload", [str(cached.attrs.get("code", ""))])))
                 continue
         if frozen(data):
             raise ValueError(f"{cache}: not among the committed fixtures in {data}; pass another data folder")
         res = make(name)
-        res.attrs.update(key)
+        res.attrs.update(key(name))
         experiments.save_cache(res, cache)
-        out.append(res)
+        out.append(res.assign(code=("workload", [res.attrs["code"]])))
     return xr.concat(out, "workload", join="outer", combine_attrs="drop_conflicts")
 
 
@@ -225,7 +237,7 @@ def optimizer(names: Sequence[str] = OPTIMIZER_NETWORKS, scale: str | float = "d
     (workload, compressor). Cached as ``<name>-<scale>-s<seed>.adam.nc``, reused while the code is the same; a
     network whose study is committed (:mod:`buddylib.summaries`: at default scale, minutes each) is read from it,
     as :func:`maturity` reads its own (``summary_folder``, ``source``, ``code``, ``code_current``)."""
-    return _committed_or_run("adam", names, scale, seed, Path(data), study_key(), ".adam.nc",
+    return _committed_or_run("adam", names, scale, seed, Path(data), lambda n: study_key(n, "adam"), ".adam.nc",
                              lambda name: adam_run(name, scale, seed), "optimizer study", progress, summary_folder)
 
 
@@ -256,7 +268,7 @@ def framework_accounting(names: Sequence[str], scale: str | float = "default", s
     ideal and effective ratio (BPC-32, threshold 30%, targets over the points), dims (workload, accounting,
     point). Cached as ``<name>-<scale>-s<seed>.caffe.nc``, reused while the code is the same; a network whose
     study is committed is read from it, as in :func:`optimizer`."""
-    return _committed_or_run("caffe", names, scale, seed, Path(data), study_key(), ".caffe.nc",
+    return _committed_or_run("caffe", names, scale, seed, Path(data), lambda n: study_key(n, "caffe"), ".caffe.nc",
                              lambda name: caffe_run(name, scale, seed), "framework accounting", progress,
                              summary_folder)
 

@@ -6,8 +6,9 @@ silently give the old numbers. Each cache records :func:`code_version` of the so
 depends on and is recomputed when that differs.
 
 A saved workload run depends on less: its own module, the workload modules it imports, the
-workload base class and the compressors (:func:`workload_sources`), so editing one proxy remakes
-that proxy's runs alone. Every digest is of the code, not the text: docstrings and comments are left
+workload base class and the compressors it records (:func:`workload_sources`, :func:`run_compressors`), so
+editing one proxy remakes that proxy's runs alone, and adding a compressor no run records (a code of 16-bit
+floats, a whole-tensor peer) remakes none. Every digest is of the code, not the text: docstrings and comments are left
 out (:func:`normalized_source`), so documenting a module never invalidates a cached or committed result.
 
 The exception is a *frozen* folder, one holding a :data:`MANIFEST` (the committed fixtures,
@@ -29,11 +30,13 @@ RUN_SOURCES = ("workloads", "compressors", "entries.py", "snapshot.py")
 ANALYSIS_SOURCES = (*RUN_SOURCES, "analysis.py", "layout.py", "timing", "experiments.py")
 #: What analysing a run adds to the code that made it (:data:`ANALYSIS_SOURCES` without the runs' sources).
 ANALYSIS_ONLY = tuple(p for p in ANALYSIS_SOURCES if p not in RUN_SOURCES)
-#: What every workload's run depends on besides its own modules (:func:`workload_sources`).
-WORKLOAD_BASE = ("workloads/base.py", "compressors", "entries.py", "snapshot.py")
+#: What every workload's run depends on besides its own modules and the compressors it records
+#: (:func:`workload_sources`).
+WORKLOAD_BASE = ("workloads/base.py", "entries.py", "snapshot.py")
 #: Modules a workload's imports reach that decide nothing of its bytes: the registries (importing one
 #: imports every workload of its suite) and the package's own ``__init__``.
-_NOT_FOLLOWED = ("__init__.py", "workloads/__init__.py", "workloads/hpc/__init__.py", "workloads/dl/__init__.py")
+_NOT_FOLLOWED = ("__init__.py", "workloads/__init__.py", "workloads/hpc/__init__.py", "workloads/dl/__init__.py",
+                 "compressors/__init__.py")  # its part in a run is the registrations (:func:`_registrations`)
 
 
 #: The file that marks a folder of runs as frozen, and says how and where they were made.
@@ -81,10 +84,51 @@ def normalized_source(text: str) -> str:
     return ast.dump(tree, annotate_fields=False, include_attributes=False)
 
 
+def _reached(starts: list[str], within: tuple[str, ...]) -> set[str]:
+    """The modules ``starts`` import, transitively, among those whose path starts with one of ``within``."""
+    seen: set[str] = set()
+    todo = list(starts)
+    while todo:
+        rel = todo.pop()
+        if rel in seen or rel in _NOT_FOLLOWED:
+            continue
+        seen.add(rel)
+        todo += [d for d in _imported(rel) if d.startswith(within)]
+    return seen
+
+
+@functools.cache
+def run_compressors() -> tuple[str, ...]:
+    """The compressor sources a run's sectors and reference sizes depend on: the modules of the compressors it
+    records (``ALL_COMPRESSORS``) and of the whole-buffer references, with the modules they import, and the
+    recorded compressors' registrations (class and options, as ``registry.get`` builds them).
+
+    >>> "compressors/bpc_kernels.py" in run_compressors(), "compressors/ebo.py" in run_compressors()
+    (True, False)
+    """
+    from buddylib.compressors import ALL_COMPRESSORS, registry
+
+    starts = ["compressors/reference.py", "compressors/registry.py"]
+    for name in ALL_COMPRESSORS:
+        cls, _ = registry._REGISTRY[name]
+        starts.append(_module_file(cls.__module__) or "")
+    return tuple(sorted(_reached(starts, ("compressors/", "entries.py"))))
+
+
+@functools.cache
+def _registrations() -> str:
+    """The recorded compressors' registrations (name, class, options): what ``compressors/__init__`` decides of
+    a run, without the rest of that module (other compressors' registrations and imports)."""
+    from buddylib.compressors import ALL_COMPRESSORS, registry
+
+    return repr([(n, registry._REGISTRY[n][0].__qualname__, sorted(registry._REGISTRY[n][1].items()))
+                 for n in ALL_COMPRESSORS])
+
+
 def workload_sources(module: str) -> tuple[str, ...]:
     """The sources (relative to the package) a workload run defined in ``module`` (its dotted name, or its
     path relative to the package) depends on: the module, every workload module it imports (transitively;
-    the registries excepted, which import every workload), and :data:`WORKLOAD_BASE`.
+    the registries excepted, which import every workload), :data:`WORKLOAD_BASE` and :func:`run_compressors`.
 
     >>> workload_sources("buddylib.workloads.hpc.bt")[:3]
     ('workloads/hpc/_adi.py', 'workloads/hpc/bt.py', 'workloads/base.py')
@@ -92,28 +136,27 @@ def workload_sources(module: str) -> tuple[str, ...]:
     start = _module_file(module) if module.startswith("buddylib.") else module
     if start is None or not (PACKAGE / start).is_file():
         raise ValueError(f"workload_sources: {module!r} is not a module of the buddylib package")
-    seen: set[str] = set()
-    todo = [start]
-    while todo:
-        rel = todo.pop()
-        if rel in seen or rel in _NOT_FOLLOWED:
-            continue
-        seen.add(rel)
-        todo += [d for d in _imported(rel) if d.startswith("workloads/")]
-    return (*sorted(seen - set(WORKLOAD_BASE)), *WORKLOAD_BASE)
+    base = tuple(dict.fromkeys((*WORKLOAD_BASE, *run_compressors())))
+    seen = _reached([start], ("workloads/",))
+    return (*sorted(seen - set(base)), *base)
 
 
 def workload_code(module: str) -> str:
     """Short digest of the code a workload run defined in ``module`` depends on (:func:`workload_sources`);
     for a workload defined outside the package, its module's code and :data:`WORKLOAD_BASE`."""
     if module.startswith("buddylib.") or module.endswith(".py"):
-        return code_version(*workload_sources(module))
+        return _with_registrations(code_version(*workload_sources(module)))
     import importlib.util
 
     spec = importlib.util.find_spec(module)
     text = Path(spec.origin).read_text() if spec is not None and spec.origin and spec.origin.endswith(".py") else ""
-    return hashlib.sha256(f"{module}\0{normalized_source(text)}\0{code_version(*WORKLOAD_BASE)}".encode()
-                          ).hexdigest()[:12]
+    base = code_version(*dict.fromkeys((*WORKLOAD_BASE, *run_compressors())))
+    return _with_registrations(hashlib.sha256(f"{module}\0{normalized_source(text)}\0{base}".encode()).hexdigest()[:12])
+
+
+def _with_registrations(digest: str) -> str:
+    """``digest`` combined with the recorded compressors' registrations (:func:`_registrations`)."""
+    return hashlib.sha256(f"{digest}\0{_registrations()}".encode()).hexdigest()[:12]
 
 
 @functools.cache

@@ -164,10 +164,10 @@ def make_study(name: str, scale: str | float = MATURITY_SCALE, seed: int = SEED,
 
     t0 = time.perf_counter()
     if study == "maturity":
-        key = fidelity.maturity_key(fidelity.maturity_steps(scale))
+        key = fidelity.maturity_key(name, fidelity.maturity_steps(scale))
         ds = fidelity.maturity_run(name, scale, seed, key)
     elif study in ("adam", "caffe"):
-        key = fidelity.study_key()
+        key = fidelity.study_key(name, study)
         ds = (fidelity.adam_run if study == "adam" else fidelity.caffe_run)(name, scale, seed)
     else:
         raise ValueError(f"study {study!r}: one of {', '.join(s for s in STUDIES if s != 'run')}")
@@ -408,7 +408,7 @@ def code_current(summary: dict[str, Any]) -> bool:
     if summary.get("study", "run") != "run":
         from buddylib import fidelity
 
-        return summary["code"] == fidelity.study_key()["code"]
+        return summary["code"] == fidelity.study_key(summary["workload"], summary["study"])["code"]
     return summary["code"] == workloads.get(summary["workload"]).code()
 
 

@@ -36,7 +36,7 @@ def _study_summary(name: str, study: str) -> dict:
     committed fixture."""
     ds = experiments._load_cached(fixtures.FOLDER / f"{name}-quick-s0.{study}.nc")
     return {"format": summaries.STUDY_FORMAT, "study": study, "workload": name, "scale": "quick", "seed": 0,
-            "code": fidelity.study_key()["code"], "seconds": 1.0, "peak_rss_bytes": 0,
+            "code": fidelity.study_key(name, study)["code"], "seconds": 1.0, "peak_rss_bytes": 0,
             "date": "2000-01-01T00:00:00+00:00", "machine": fixtures.machine(), "result": summaries._to_dict(ds)}
 
 
@@ -44,9 +44,15 @@ def _maturity_summary(name: str, steps: int = 200) -> dict:
     """A maturity summary of ``name`` at quick scale from the committed fixture (no training here)."""
     ds = experiments._load_cached(fixtures.FOLDER / f"{name}-quick-s0.maturity-200.nc")
     return {"format": summaries.STUDY_FORMAT, "study": "maturity", "workload": name, "scale": "quick", "seed": 0,
-            "steps": steps, "snapshots": 9, "code": fidelity.maturity_key(steps)["code"], "seconds": 1.0,
+            "steps": steps, "snapshots": 9, "code": fidelity.maturity_key(name, steps)["code"], "seconds": 1.0,
             "peak_rss_bytes": 0, "date": "2000-01-01T00:00:00+00:00", "machine": fixtures.machine(),
             "result": summaries._to_dict(ds)}
+
+
+def _key_shaped(code: str, name: str, study: str) -> bool:
+    """Whether ``code`` is a digest of the shape of ``name``'s study key (12-hex parts joined by "+")."""
+    parts, now = code.split("+"), fidelity.study_key(name, study)["code"].split("+")
+    return len(parts) == len(now) and all(len(p) == 12 for p in parts)
 
 
 def test_committed_dl_summaries_are_complete_and_read_without_running() -> None:
@@ -57,11 +63,12 @@ def test_committed_dl_summaries_are_complete_and_read_without_running() -> None:
     studied = list(fidelity.STUDY_CNNS)  # every study CNN's maturity study is committed
     for n in studied:
         s = summaries.load(summaries.path(n, "default", study="maturity"))
-        assert (s["steps"], s["snapshots"]) == (fidelity.maturity_steps("default"), 9) and len(s["code"]) == 12
+        assert (s["steps"], s["snapshots"]) == (fidelity.maturity_steps("default"), 9) \
+            and _key_shaped(s["code"], n, "maturity")
     for study, names in (("adam", fidelity.OPTIMIZER_NETWORKS), ("caffe", studied)):  # and the other two studies
         for n in names:
             s = summaries.load(summaries.path(n, "default", study=study))
-            assert s["study"] == study and len(s["code"]) == 12 and s["seconds"] > 0
+            assert s["study"] == study and _key_shaped(s["code"], n, study) and s["seconds"] > 0
     files = [*summaries.DL_FOLDER.glob("*.json")]
     assert len(files) == len(fidelity.PAPER_NETWORKS) + 2 * len(studied) + len(fidelity.OPTIMIZER_NETWORKS)
     assert sum(f.stat().st_size for f in files) < 4 << 20  # a few MB

@@ -69,6 +69,27 @@ def test_a_workloads_digest_covers_its_own_code_and_nothing_else(package_copy: P
     assert all(c != now[n] for n, c in _codes().items())
 
 
+def test_a_compressor_no_run_records_changes_no_workloads_digest(package_copy: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    before = _codes()
+    comp = package_copy / "compressors"
+    (comp / "ebo.py").write_text((comp / "ebo.py").read_text() + "\n_EDITED = 1\n")  # not recorded by runs
+    (comp / "new_peer.py").write_text("def size(a):\n    return 1\n")
+    _edit(comp / "__init__.py", "\nregistry.register(", '\nregistry.register("new", ZVC)\nregistry.register(')
+    assert _codes() == before
+    # a recorded compressor's registration (its options) changes every digest
+    from buddylib.compressors import registry
+
+    cls, options = registry._REGISTRY["bpc32zvc"]
+    monkeypatch.setitem(registry._REGISTRY, "bpc32zvc", (cls, {**options, "label": "edited"}))
+    provenance._registrations.cache_clear()
+    try:
+        assert all(c != before[n] for n, c in _codes().items())
+    finally:
+        monkeypatch.undo()
+        provenance._registrations.cache_clear()
+
+
 def test_editing_lulesh_remakes_lulesh_alone(package_copy: Path, tmp_path: Path) -> None:
     data = tmp_path / "data"
     paths = {n: workloads.cached_run(n, "quick", data=data) for n in ("lulesh", "ostencil")}
