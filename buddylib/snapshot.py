@@ -24,8 +24,10 @@ import xarray as xr
 
 from buddylib.entries import n_entries
 
-#: Kinds of allocation, for per-kind plots.
-KINDS = ("weights", "half_weights", "gradients", "optimizer", "activations", "input", "field", "index", "other")
+#: Kinds of allocation, for per-kind plots. ``kv_cache``: the keys and values a transformer keeps per sequence
+#: while it generates (an inference server's other large memory besides the weights).
+KINDS = ("weights", "half_weights", "gradients", "optimizer", "activations", "kv_cache", "input", "field", "index",
+         "other")
 
 
 @dataclass
