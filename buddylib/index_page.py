@@ -60,11 +60,14 @@ class Results:
     fidelity: dict[str, pd.DataFrame] = field(default_factory=dict)  # file name -> attribution table
     # the committed summaries this run read instead of running (buddylib.summaries.provenance): one row each
     summaries: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # beyond the paper (notebook 10): ratio per LLM tensor kind (codes and peers), and the capacity question
+    llm_ratios: pd.DataFrame = field(default_factory=pd.DataFrame)
+    llm_capacity: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def save(self, path: Path) -> Path:
         """Write as JSON (floats round-trip exactly)."""
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        for name in ("hpc_table", "slowdown_table", "summaries"):
+        for name in ("hpc_table", "slowdown_table", "summaries", "llm_ratios", "llm_capacity"):
             data[name] = _frame_json(data[name])
         data["fidelity"] = {k: _frame_json(v) for k, v in self.fidelity.items()}
         path.write_text(json.dumps(data, indent=1, default=_plain))
@@ -75,8 +78,9 @@ class Results:
         data = json.loads(Path(path).read_text())
         for name in ("hpc_table", "slowdown_table"):
             data[name] = _frame(data[name])
-        if "summaries" in data:  # absent from an index written before the summaries were listed
-            data["summaries"] = _frame(data["summaries"])
+        for name in ("summaries", "llm_ratios", "llm_capacity"):  # absent from an older index
+            if name in data:
+                data[name] = _frame(data[name])
         data["fidelity"] = {k: _frame(v) for k, v in data.get("fidelity", {}).items()}
         return cls(**data)
 
@@ -143,6 +147,7 @@ def _headline(r: Results) -> list[str]:
         lines.append(f"| largest mini-batch in a fixed GPU memory, Buddy / uncompressed ({gain.size} CNNs, "
                      f"notebook 07) | {gain.min():.2f}x to {gain.max():.2f}x (mean {gain.mean():.2f}x) | "
                      "larger batches (case study) |")
+    lines += _llm_rows(r)
     return [
         *lines,
         "",
@@ -152,6 +157,31 @@ def _headline(r: Results) -> list[str]:
         "every accessed entry costs its uncompressed HBM bytes, so Buddy Compression only adds time (the "
         f"paper's basis: {paper.SLOWDOWN_BASIS}). The row below it credits compressed entries with the HBM "
         "sectors they save (SPEC §4); there a negative slowdown is a speed-up.", ""]
+
+
+def _llm_rows(r: Results) -> list[str]:
+    """The LLM-era rows (notebook 10, beyond the paper): per tensor kind the per-entry codes' ideal and Buddy
+    ratios and the whole-tensor peers'; then the capacity question, extrapolated to a 7B-class model."""
+    rows = []
+    t = r.llm_ratios
+    for group, row in t.iterrows():
+        codes = ", ".join(f"{c.upper().replace('BPC', 'BPC-').replace('EBO-BF16', 'EBO')} {row[f'{c} ideal']:.2f}x · "
+                          f"{row[f'{c} Buddy']:.2f}x" for c in ("bpc32", "ebo-bf16") if pd.notna(row[f"{c} ideal"]))
+        peers = ", ".join(f"{p} {row[p]:.2f}x" for p in ("dfloat11", "zipnn", "zstd-1") if pd.notna(row.get(p)))
+        rows.append(f"| LLM era: {group} (ideal · Buddy at threshold 30%; whole tensor) | {codes}; {peers} | "
+                    "not in the paper |")
+    c = r.llm_capacity
+    for budget, part in (c.groupby("budget", sort=False) if len(c) else []):
+        cells = []
+        for g, per_gpu in part.groupby("gpu", sort=False):
+            base = int(per_gpu.loc[per_gpu.compressor == "none", "sequences"].iloc[0])
+            best = per_gpu.loc[per_gpu.gain.idxmax()]
+            cells.append(f"{g} {base} → {int(best.sequences)}"
+                         + (f" ({best.compressor}, {best.slowdown - 1:+.1%})" if best.compressor != "none" else ""))
+        rows.append(f"| LLM era: concurrent 4,096-token sequences beside a Llama-2-7B-shaped bf16 model, decode-step "
+                    f"slowdown ≤ {budget} (extrapolated from ratios and slowdowns measured on MiniLM; notebook 10) | "
+                    + "; ".join(cells) + " | not in the paper |")
+    return rows
 
 
 def _ratio_row(what: str, config: str, ratios: dict[str, float], theirs: str) -> str:

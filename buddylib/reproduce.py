@@ -138,7 +138,7 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
         files={"hpc": hpc_files, "slowdown": slow_files,
                "bench": [p.relative_to(out).as_posix() for p in bench_paths.values()]},
         took=clock.took | {"total": sum(clock.took.values())}, tasks=task_seconds, environment=_environment(),
-        notebooks=executed, **dl, batch_gain=_batch_gain(out), fidelity=_fidelity_tables(out),
+        notebooks=executed, **dl, batch_gain=_batch_gain(out), fidelity=_fidelity_tables(out), **_llm(out),
         summaries=summaries.provenance() if full else pd.DataFrame())
     _save_steps(out, results.took, results.tasks)
     return index_page.write(results, out)
@@ -247,6 +247,16 @@ def _batch_gain(out: Path) -> dict[str, float]:
         return {}
     mem = pd.read_csv(path, index_col=0)
     return (mem["largest batch, Buddy"] / mem["largest batch, uncompressed"]).astype(float).to_dict()
+
+
+def _llm(out: Path) -> dict[str, pd.DataFrame]:
+    """Notebook 10's tables of this run: ratio per LLM tensor kind, and the capacity question (empty if it did
+    not run)."""
+    folder = out / "10_llm_memory"
+    if not (folder / "llm_ratios.csv").exists():
+        return {}
+    return {"llm_ratios": pd.read_csv(folder / "llm_ratios.csv", index_col=0),
+            "llm_capacity": pd.read_csv(folder / "llm_capacity.csv")}
 
 
 def _fidelity_tables(out: Path) -> dict[str, pd.DataFrame]:

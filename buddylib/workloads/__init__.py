@@ -34,15 +34,15 @@ def get(name: str) -> Workload:
 
 
 def names(suite: str | None = None) -> list[str]:
-    """Names of the registered workloads (of one ``suite``: "hpc", "dl" or "dl-extra", if given), sorted.
+    """Names of the registered workloads (of one ``suite``: "hpc", "dl", "dl-extra" or "llm", if given), sorted.
 
     A workload that cannot run here (:meth:`Workload.missing`, e.g. its model package is not
     installed) is left out with a warning saying why; :func:`get` still returns it. Without torch
     the DL workloads cannot even be registered: a warning says so too.
     """
     _load(with_dl=suite != "hpc")
-    if _NO_TORCH and suite in (None, "dl", "dl-extra"):
-        warnings.warn(f"DL workloads (suites dl, dl-extra) left out: {_NO_TORCH}", stacklevel=2)
+    if _NO_TORCH and suite in (None, "dl", "dl-extra", "llm"):
+        warnings.warn(f"DL workloads (suites dl, dl-extra, llm) left out: {_NO_TORCH}", stacklevel=2)
     out = []
     for n, cls in sorted(_REGISTRY.items()):
         if suite is not None and cls.suite != suite:

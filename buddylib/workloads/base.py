@@ -223,7 +223,8 @@ class Workload(abc.ABC):
     #: What it stands for in the paper's set, e.g. "SPEC ACCEL 303.ostencil".
     proxies: ClassVar[str]
     #: Which suite it belongs to: the paper's "hpc" or "dl" sets, or "dl-extra" (beyond the paper:
-    #: mixed precision, pre-trained weights), kept out of the averages compared with the paper.
+    #: mixed precision, pre-trained weights), kept out of the averages compared with the paper, or "llm"
+    #: (LLM serving and training memory in bf16: notebook 10's study alone runs them).
     suite: ClassVar[str] = "hpc"
     #: Iterations of a run; ``setup`` may change it with the footprint.
     n_steps: int = 100
