@@ -1,4 +1,4 @@
-"""BPC as a numcodecs and zarr codec: numcodecs' own conformance checks, zarr stores read in
+"""BPC and EBO as numcodecs and zarr codecs: numcodecs' own conformance checks, zarr stores read in
 fresh processes (entry points), and threaded decoding under numba's workqueue layer."""
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from numcodecs.tests.common import (
 )
 
 from buddylib.compressors.bpc import BPC
-from buddylib.compressors.codec import CODEC_ID, BPCCodec, BPCZarrCodec
+from buddylib.compressors.codec import CODEC_ID, EBO_CODEC_ID, BPCCodec, BPCZarrCodec, EBOCodec, EBOZarrCodec
+from buddylib.compressors.ebo import EBO
 
 WIDTHS = (32, 64)
 FIXTURES = Path(__file__).parent / "fixtures" / "codec"  # numcodecs' helper writes under ./fixture/<id>
@@ -316,3 +317,107 @@ def test_threaded_zarr_decode_under_workqueue_layer(tmp_path: Path) -> None:
     r = _fresh(_WORKQUEUE, str(tmp_path), env={"NUMBA_THREADING_LAYER": "workqueue"})
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.split() == ["workqueue", "ok"]
+
+
+# --- EBO, the code of 16-bit floats, as a codec (the same checks) ------------------------------
+
+FORMATS = ("bf16", "fp16")
+EBO_FIXTURE_DIR = FIXTURES / "fixture" / EBO_CODEC_ID
+_rng = np.random.default_rng(23)
+#: Arrays of 16-bit floats as the code is meant for: trained-weight-like values, zeros with outliers, raw bits.
+HALF = [
+    _rng.normal(0, 0.05, size=(64, 96)).astype("f2"),
+    np.where(_rng.random(5000) < 0.9, 0, _rng.normal(0, 30, 5000)).astype("f2"),
+    (np.asarray(_rng.normal(0, 0.02, 4097), "f4").view("u4") >> 16).astype("u2"),  # bf16 bits, truncated
+    _rng.integers(0, 2**16, size=(33, 31), dtype="u2"),
+    np.asfortranarray(_rng.normal(1, 0.5, size=(40, 50)).astype("f2")),
+]
+
+
+@pytest.fixture(params=FORMATS)
+def fmt(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.mark.parametrize("i", range(len(ARRAYS) + len(EXTRA) + len(HALF)))
+def test_ebo_numcodecs_encode_decode(fmt: str, i: int) -> None:
+    check_encode_decode([*ARRAYS, *EXTRA, *HALF][i], EBOCodec(fmt))
+
+
+def test_ebo_numcodecs_config_repr_and_errors_on_object_buffers(fmt: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    check_config(EBOCodec(fmt))
+    assert EBOCodec(fmt).get_config() == {"id": EBO_CODEC_ID, "fmt": fmt}
+    monkeypatch.setattr(common, "EBOCodec", EBOCodec, raising=False)
+    check_repr(f"EBOCodec(fmt='{fmt}')")
+    check_err_decode_object_buffer(EBOCodec(fmt))
+    check_err_encode_object_buffer(EBOCodec(fmt))
+
+
+def test_ebo_numcodecs_backwards_compatibility(fmt: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The committed streams still decode, and are what the encoder writes now, byte for byte."""
+    slot = FORMATS.index(fmt)
+    if not WRITE_FIXTURES:
+        names = {p.name for p in EBO_FIXTURE_DIR.glob("array.*.npy")}
+        assert names == {f"array.{i:02d}.npy" for i in range(len(HALF))}, \
+            "codec fixtures missing: run this test once with BUDDYLIB_WRITE_CODEC_FIXTURES=1 and commit them"
+    monkeypatch.chdir(FIXTURES)
+    check_backwards_compatibility(EBO_CODEC_ID, HALF, [EBOCodec(f) if f == fmt else None for f in FORMATS])
+    for i in range(len(HALF)):
+        arr = np.load(EBO_FIXTURE_DIR / f"array.{i:02d}.npy")
+        stored = (EBO_FIXTURE_DIR / f"codec.{slot:02d}" / f"encoded.{i:02d}.dat").read_bytes()
+        assert EBOCodec(fmt).encode(arr) == stored == EBO(fmt).encode(arr.tobytes(order="A"))
+
+
+def test_ebo_errors_are_one_line(fmt: str) -> None:
+    codec = EBOCodec(fmt)
+    enc = codec.encode(HALF[0])
+    cases = [
+        (ValueError, lambda: codec.decode(enc[:-3])),
+        (ValueError, lambda: codec.decode(b"nonsense" * 10)),
+        (ValueError, lambda: codec.decode(enc, out=np.empty(5, "f2"))),
+        (ValueError, lambda: EBOCodec("bf8")),
+        (ValueError, lambda: numcodecs.get_codec({"id": EBO_CODEC_ID, "fmt": 16})),
+        (ValueError, lambda: EBOZarrCodec.from_dict({"name": EBO_CODEC_ID, "configuration": {"fmt": "fp32"}})),
+        (TypeError, lambda: EBOZarrCodec.from_dict({"name": EBO_CODEC_ID, "configuration": {"width": 3}})),
+    ]
+    for kind, call in cases:
+        with pytest.raises(kind) as err:
+            call()
+        assert type(err.value) is kind and "\n" not in str(err.value) and str(err.value)
+
+
+def test_ebo_codecs_pickle_and_registries(fmt: str) -> None:
+    codec = numcodecs.get_codec({"id": EBO_CODEC_ID, "fmt": fmt})
+    assert type(codec) is EBOCodec and codec == EBOCodec(fmt)
+    back = pickle.loads(pickle.dumps(codec))
+    assert back == codec and back.decode(codec.encode(HALF[0])).tobytes() == HALF[0].tobytes()
+    zc = EBOZarrCodec(fmt=fmt)
+    assert zarr.registry.get_codec_class(EBO_CODEC_ID) is EBOZarrCodec
+    assert EBOZarrCodec.from_dict(zc.to_dict()) == zc
+    assert pickle.loads(pickle.dumps(zc)) == zc
+
+
+_STORE = """
+import sys, numpy as np, zarr
+assert "buddylib" not in sys.modules
+root = sys.argv[1]
+x = np.random.default_rng(5).normal(0, 0.05, size=(90, 70)).astype("f2")
+for fmt, codec in ((2, {"id": "buddylib.ebo", "fmt": "fp16"}),
+                   (3, [{"name": "buddylib.ebo", "configuration": {"fmt": "fp16"}}])):
+    a = zarr.create_array(f"{root}/s{fmt}.zarr", shape=x.shape, chunks=(32, 25), dtype=x.dtype,
+                          compressors=codec, zarr_format=fmt)
+    a[...] = x
+    y = zarr.open_array(f"{root}/s{fmt}.zarr", mode="r")
+    assert y[...].tobytes() == x.tobytes() and np.array_equal(y[3:17, 5:], x[3:17, 5:])
+    print(fmt, type(y.metadata.compressor if fmt == 2 else y.compressors[0]).__name__)
+assert "buddylib" in sys.modules  # brought in by the entry point, not by this script
+"""
+
+
+def test_ebo_zarr_stores_round_trip_in_a_fresh_process(tmp_path: Path) -> None:
+    r = _fresh(_STORE, str(tmp_path))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split() == ["2", "EBOCodec", "3", "EBOZarrCodec"]
+    meta = json.loads((tmp_path / "s2.zarr" / ".zarray").read_text())
+    assert meta["compressor"] == {"id": EBO_CODEC_ID, "fmt": "fp16"}
+    assert (tmp_path / "s2.zarr" / "1.2").read_bytes()[:4] == b"EBO1"

@@ -1,10 +1,12 @@
-"""BPC as a numcodecs codec and as a zarr v3 bytes-to-bytes codec.
+"""BPC and EBO as numcodecs codecs and as zarr v3 bytes-to-bytes codecs.
 
-The stream is :meth:`BPC.encode`'s, of the buffer's bytes as they lie in memory (a
+The stream is the compressor's (:meth:`BPC.encode`, :meth:`EBO.encode`), of the buffer's bytes as they lie in
+memory (a
 Fortran-ordered array is encoded in Fortran order, as numcodecs' own codecs do, so that
-zarr format 2 arrays with ``order="F"`` round-trip). Both adapters run BPC's serial,
+zarr format 2 arrays with ``order="F"`` round-trip). The adapters run the serial,
 GIL-free kernels: zarr decodes chunks on several threads, and numba's parallel kernels must
-not be entered from several threads at once.
+not be entered from several threads at once. EBO (``buddylib.ebo``, ``fmt`` "bf16" or "fp16") is
+the code for arrays of 16-bit floats; on any other bytes it is lossless too, only larger.
 
 Both are registered through entry points (``numcodecs.codecs`` and ``zarr.codecs`` in
 pyproject.toml), so a store written with them opens in a fresh process without
@@ -17,6 +19,8 @@ pyproject.toml), so a store written with them opens in a fresh process without
 True
 >>> BPCZarrCodec(width=64).to_dict()
 {'name': 'buddylib.bpc', 'configuration': {'width': 64}}
+>>> EBOZarrCodec(fmt="bf16").to_dict()
+{'name': 'buddylib.ebo', 'configuration': {'fmt': 'bf16'}}
 """
 
 from __future__ import annotations
@@ -35,12 +39,15 @@ from zarr.core.buffer.cpu import as_numpy_array_wrapper
 from zarr.core.common import JSON, parse_named_configuration
 
 from buddylib.compressors.bpc import BPC
+from buddylib.compressors.coded import Coded
+from buddylib.compressors.ebo import EBO, FORMATS
 
 if TYPE_CHECKING:
     from zarr.core.array_spec import ArraySpec
     from zarr.core.buffer import Buffer
 
 CODEC_ID = "buddylib.bpc"
+EBO_CODEC_ID = "buddylib.ebo"
 
 
 def _width(width: object) -> int:
@@ -50,30 +57,33 @@ def _width(width: object) -> int:
     return int(width)
 
 
-class BPCCodec(numcodecs.abc.Codec):
-    """numcodecs codec: ``{"id": "buddylib.bpc", "width": 32}`` (or 64).
+def _fmt(fmt: object) -> str:
+    """The 16-bit float format, or a one-line ValueError (configs come from JSON)."""
+    if not isinstance(fmt, str) or fmt not in FORMATS:
+        raise ValueError(f"EBO fmt must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    return fmt
+
+
+class _CodedCodec(numcodecs.abc.Codec):
+    """A numcodecs codec of a per-entry code with a decoder (:class:`~buddylib.compressors.coded.Coded`).
 
     Encodes any buffer's bytes in memory order; ``decode`` returns a uint8 array, or fills
     ``out`` (any contiguous buffer of exactly the decoded size).
     """
 
-    codec_id = CODEC_ID
-
-    def __init__(self, width: int = 32):
-        self.width = _width(width)
-        self._bpc = BPC(self.width, parallel=False)
+    _code: Coded
 
     def encode(self, buf: Any) -> bytes:
         # TypeError for object arrays; datetimes viewed as int64; F order kept as it lies
         arr = ensure_contiguous_ndarray(buf)
-        return self._bpc.encode(arr.view(np.uint8))
+        return self._code.encode(arr.view(np.uint8))
 
     def decode(self, buf: Any, out: Any = None) -> Any:
         stream = ensure_contiguous_ndarray(buf).view(np.uint8)
         dest = None
         if out is not None:  # checked before decoding: an object array must not be written
             dest = ensure_contiguous_ndarray(out).view(np.uint8)
-        data = np.frombuffer(self._bpc.decode(stream), dtype=np.uint8)
+        data = np.frombuffer(self._code.decode(stream), dtype=np.uint8)
         if dest is None:
             return data
         if dest.size != data.size:
@@ -82,7 +92,28 @@ class BPCCodec(numcodecs.abc.Codec):
         return out
 
 
+class BPCCodec(_CodedCodec):
+    """numcodecs codec: ``{"id": "buddylib.bpc", "width": 32}`` (or 64)."""
+
+    codec_id = CODEC_ID
+
+    def __init__(self, width: int = 32):
+        self.width = _width(width)
+        self._code = BPC(self.width, parallel=False)
+
+
+class EBOCodec(_CodedCodec):
+    """numcodecs codec: ``{"id": "buddylib.ebo", "fmt": "bf16"}`` (or "fp16"), for arrays of 16-bit floats."""
+
+    codec_id = EBO_CODEC_ID
+
+    def __init__(self, fmt: str = "bf16"):
+        self.fmt = _fmt(fmt)
+        self._code = EBO(self.fmt, parallel=False)
+
+
 numcodecs.register_codec(BPCCodec)
+numcodecs.register_codec(EBOCodec)
 
 
 @dataclass(frozen=True)
@@ -111,6 +142,39 @@ class BPCZarrCodec(BytesBytesCodec):
     @cached_property
     def _codec(self) -> BPCCodec:
         return BPCCodec(self.width)
+
+    async def _decode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer:
+        return await asyncio.to_thread(as_numpy_array_wrapper, self._codec.decode, chunk_bytes, chunk_spec.prototype)
+
+    async def _encode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer | None:
+        return await asyncio.to_thread(as_numpy_array_wrapper, self._codec.encode, chunk_bytes, chunk_spec.prototype)
+
+    def compute_encoded_size(self, _input_byte_length: int, _chunk_spec: ArraySpec) -> int:
+        raise NotImplementedError  # variable-length code
+
+
+@dataclass(frozen=True)
+class EBOZarrCodec(BytesBytesCodec):
+    """zarr v3 bytes-to-bytes codec: ``{"name": "buddylib.ebo", "configuration": {"fmt": "bf16"}}`` (or "fp16")."""
+
+    is_fixed_size = False
+
+    fmt: str = "bf16"
+
+    def __init__(self, *, fmt: str = "bf16") -> None:
+        object.__setattr__(self, "fmt", _fmt(fmt))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, JSON]) -> Self:
+        _, configuration = parse_named_configuration(data, EBO_CODEC_ID)
+        return cls(**(configuration or {}))  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {"name": EBO_CODEC_ID, "configuration": {"fmt": self.fmt}}
+
+    @cached_property
+    def _codec(self) -> EBOCodec:
+        return EBOCodec(self.fmt)
 
     async def _decode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer:
         return await asyncio.to_thread(as_numpy_array_wrapper, self._codec.decode, chunk_bytes, chunk_spec.prototype)
