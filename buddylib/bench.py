@@ -40,6 +40,9 @@ KINDS = ("sparse", "smooth", "random", "bf16")
 #: The kinds issue 14's targets are stated for.
 TARGET_KINDS = ("sparse", "smooth", "random")
 PEERS = ("zstd-1", "lz4")
+#: ... and on the 16-bit floats only, the whole-tensor compressor made for them (where it is installed; notebook
+#: 10 compares the ratios of more).
+PEERS_16 = ("zipnn",)
 MIN_REPEAT = 5  # a median of fewer calls says little
 #: Our operations, and the peers' operation each is compared with.
 OURS = (("bpc32", "size"), ("bpc32", "encode"), ("bpc32", "decode"), ("bpc64", "size"), ("bpc64", "encode"),
@@ -129,7 +132,9 @@ def run(mib: int = 256, repeat: int = MIN_REPEAT, seed: int = 0, threads: int | 
     nbytes = mib * MiB
     load = getattr(os, "getloadavg", lambda: (float("nan"),))()[0]  # other work on the machine skews timings
     peers = tuple((p, o) for p in PEERS for o in ("compress", "decompress"))
-    steps = [(k, c, o) for k in KINDS for c, o in (*OURS, *(OURS_16 if k == "bf16" else ()), *peers)]
+    peers_16 = tuple((p, o) for p in peers16_installed() for o in ("compress", "decompress"))
+    steps = [(k, c, o) for k in KINDS for c, o in (*OURS, *(OURS_16 if k == "bf16" else ()), *peers,
+                                                   *(peers_16 if k == "bf16" else ()))]
     rows: list[dict] = []
     bar = tqdm(steps, desc="bench", disable=not progress, unit="step")
     data: dict[str, np.ndarray] = {}
@@ -138,7 +143,8 @@ def run(mib: int = 256, repeat: int = MIN_REPEAT, seed: int = 0, threads: int | 
         if kind not in data:
             data.clear()
             data[kind] = make_data(kind, nbytes, seed)
-        measure = _measure_peer if compressor in PEERS else _measure_ours
+        measure = _measure_peer if compressor in PEERS else _measure_peer16 if compressor in PEERS_16 else \
+            _measure_ours
         rows.append(measure(data[kind], kind, compressor, operation, threads, repeat))
     df = _with_ratios(pd.DataFrame(rows))
     df.attrs["load_average_at_start"] = load
@@ -218,6 +224,32 @@ def _measure_peer(x: np.ndarray, kind: str, compressor: str, operation: str, thr
             sliced()
             t_machine, _ = _times(sliced, repeat)
     return _row(x, kind, compressor, operation, threads, t_core, t_machine, ratio, ratio)
+
+
+def peers16_installed() -> tuple[str, ...]:
+    """The peers of :data:`PEERS_16` installed here (ZipNN is a C extension built at install)."""
+    from buddylib.compressors import peers
+
+    return PEERS_16 if peers.zipnn_available() else ()
+
+
+def _measure_peer16(x: np.ndarray, kind: str, compressor: str, operation: str, threads: int, repeat: int) -> dict:
+    """ZipNN on the bf16 bits: per core with one thread, per machine with its own ``threads`` threads."""
+    from buddylib.compressors import peers
+
+    blob = peers.zipnn_compress(x, "bf16")
+    ratio = x.nbytes / len(blob)
+    t = {}
+    for n in dict.fromkeys((1, threads)):
+        if operation == "compress":
+            fn: Callable[[], object] = lambda n=n: peers.zipnn_compress(x, "bf16", n)  # noqa: E731
+        else:
+            fn = lambda n=n: peers.zipnn_decompress(blob, "bf16", n)  # noqa: E731
+        fn()
+        t[n], out = _times(fn, repeat)
+        if operation == "decompress" and np.asarray(out).tobytes() != x.tobytes():
+            raise AssertionError(f"zipnn round trip failed on {kind}")
+    return _row(x, kind, compressor, operation, threads, t[1], t[threads], ratio, ratio)
 
 
 def _with_ratios(df: pd.DataFrame) -> pd.DataFrame:

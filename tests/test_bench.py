@@ -24,7 +24,8 @@ def test_rows_and_spread(df: pd.DataFrame) -> None:
     peers = [f"{p} {o}" for p in bench.PEERS for o in ("compress", "decompress")]
     for kind in bench.KINDS:
         k = df[df.kind == kind]
-        only16 = [f"{c} {o}" for c, o in bench.OURS_16] if kind == "bf16" else []
+        only16 = [f"{c} {o}" for c, o in bench.OURS_16] + [
+            f"{p} {o}" for p in bench.peers16_installed() for o in ("compress", "decompress")] if kind == "bf16" else []
         assert sorted(k.compressor + " " + k.operation) == sorted(ours + only16 + peers)
     for col in ("MB_per_s_per_core", "MB_per_s"):
         assert (df[f"{col}_min"] <= df[col]).all() and (df[col] <= df[f"{col}_max"]).all()
