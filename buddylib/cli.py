@@ -366,6 +366,27 @@ def _summaries(args: argparse.Namespace) -> int:
     return 0
 
 
+def _llm(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from buddylib import llm
+
+    if args.check:
+        report = llm.check_committed(args.scale, args.seed)
+        print(report.to_string())
+        print(f"{int(report.ok.sum())} of {len(report)} within the tolerance ({llm.TOLERANCE:g} relative; exact where "
+              "marked)")
+        return 0 if report.ok.all() else 1
+    if args.write:
+        print(f"wrote {llm.write_committed(args.scale, args.seed)}")
+        return 0
+    ds = llm.study(args.scale, args.seed, progress=True)
+    with pd.option_context("display.width", 200, "display.precision", 3, "display.max_columns", 20):
+        print(llm.ratio_table(ds))
+        print(llm.capacity(ds))
+    return 0
+
+
 def _reproduce(args: argparse.Namespace) -> int:
     from buddylib import reproduce
 
@@ -480,6 +501,19 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--folder", default=None,
                    help="summary folder (default data/summaries/hpc and data/summaries/dl of this checkout)")
     m.set_defaults(func=_summaries)
+
+    lm = sub.add_parser("llm", help="notebook 10's study of LLM-era memory: ratios by tensor kind, peers, capacity",
+                        description="Measure LLM-era memory (bf16 checkpoints, MiniLM's KV cache, a GPT-style bf16 "
+                                    "training) under BPC and EBO beside the whole-tensor peers, and print the table "
+                                    "and the capacity question; --write commits the study notebook 10 reads at quick "
+                                    "scale (data/summaries/llm), --check remakes it and compares (checkpoints bit "
+                                    "for bit, float computation within a stated tolerance).")
+    lm.add_argument("--scale", default="quick", help="quick (default), default, large or a footprint in MiB")
+    lm.add_argument("--seed", type=int, default=0)
+    how = lm.add_mutually_exclusive_group()
+    how.add_argument("--write", action="store_true", help="commit the study of this scale and seed")
+    how.add_argument("--check", action="store_true", help="compare a fresh study with the committed one")
+    lm.set_defaults(func=_llm)
 
     r = sub.add_parser("reproduce", help="run the main job into reports/ with an index",
                        description="Run every result of the suite at default scale into a "

@@ -11,10 +11,16 @@ does neither, and the difference is one of the results.
 
 The capacity question (:func:`capacity`) is answered for a published 7B-class configuration (Llama-2-7B's,
 labelled as such) with the ratios and the slowdown measured here on the small real model.
+
+The quick-scale study is committed (:data:`COMMITTED`, :func:`write_committed`), so notebook 10 shows the same
+numbers on every machine under nbval; :func:`check_committed` (and the tests) remake it here and compare, bit
+for bit where the bytes do not depend on the CPU (the checkpoints) and within :data:`TOLERANCE` where they do
+(the KV cache and the training are float computation).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from dataclasses import replace
@@ -24,7 +30,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from buddylib import experiments, paper, workloads
+from buddylib import experiments, fixtures, paper, workloads
 from buddylib.analysis import analyze
 from buddylib.compressors import peers
 from buddylib.compressors.reference import reference_bytes
@@ -63,9 +69,27 @@ def key(scale: str | float, seed: int) -> str:
                                                                           for n in ("minilm_kv", "gpt_bf16"))])
 
 
-def study(scale: str | float = "quick", seed: int = 0, data: str | Path = "data", progress: bool = False) -> xr.Dataset:
-    """The study's numbers (:func:`measure`), cached in ``data`` as ``llm-<scale>-s<seed>.nc`` while the code is
-    the same."""
+#: Where the committed study lies, and the largest relative change :func:`check_committed` accepts in a number
+#: that float computation made (the fixtures' tolerance: PyTorch's kernels differ between CPUs).
+COMMITTED = fixtures.DATA / "summaries" / "llm"
+TOLERANCE = fixtures.TOLERANCE
+
+
+def committed_path(scale: str | float = "quick", seed: int = 0) -> Path:
+    return COMMITTED / f"llm-{scale}-s{seed}.nc"
+
+
+def study(scale: str | float = "quick", seed: int = 0, data: str | Path | None = None,
+          progress: bool = False) -> xr.Dataset:
+    """The study's numbers (:func:`measure`). ``data`` None: the committed study of this scale and seed where
+    there is one (read as it is: its ``code``, ``date`` and ``machine`` attributes say what made it), else
+    computed and cached in this checkout's ``data/``; a folder: cached there as ``llm-<scale>-s<seed>.nc``, reused
+    while the code is the same."""
+    if data is None:
+        if committed_path(scale, seed).is_file():
+            ds = experiments._load_cached(committed_path(scale, seed))
+            return ds.assign_attrs(source="committed", code_current=int(ds.attrs.get("code") == key(scale, seed)))
+        data = fixtures.DATA
     cache = Path(data) / f"llm-{scale}-s{seed}.nc"
     if cache.exists():
         ds = experiments._load_cached(cache)
@@ -75,6 +99,43 @@ def study(scale: str | float = "quick", seed: int = 0, data: str | Path = "data"
     ds.attrs["code"] = key(scale, seed)
     experiments.save_cache(ds, cache)
     return ds
+
+
+def write_committed(scale: str | float = "quick", seed: int = 0) -> Path:
+    """Measure the study here and commit it (:data:`COMMITTED`), with the code digest, date and machine."""
+    import datetime
+
+    ds = measure(scale, seed)
+    ds.attrs.update(code=key(scale, seed), date=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+                    machine=json.dumps(fixtures.machine()))
+    path = committed_path(scale, seed)
+    experiments.save_cache(ds, path)
+    return path
+
+
+def check_committed(scale: str | float = "quick", seed: int = 0, fresh: xr.Dataset | None = None) -> pd.DataFrame:
+    """Remake the committed study here (or take ``fresh``) and compare, one row per variable: the largest
+    relative change, whether it must be exact (the checkpoints' rows and every size in bytes) and ``ok``."""
+    kept = experiments._load_cached(committed_path(scale, seed))
+    fresh = measure(scale, seed) if fresh is None else fresh
+    exact_groups = [g for g, src, *_ in GROUPS if src == "efficientnet" or g == GROUPS[0][0]]
+    rows = []
+    for v in kept.data_vars:
+        a, b = kept[v], fresh[v]
+        if a.dims != b.dims or a.shape != b.shape:
+            rows.append({"variable": v, "max_rel_change": np.inf, "exact": True, "ok": False})
+            continue
+        x, y = np.asarray(a, float), np.asarray(b, float)
+        both_nan = np.isnan(x) & np.isnan(y)
+        rel = np.where(both_nan, 0.0, np.abs(y - x) / np.where(x == 0, 1.0, np.abs(x)))
+        rel = np.where(np.isnan(rel), np.inf, rel)
+        rows.append({"variable": v, "max_rel_change": float(rel.max(initial=0.0)), "exact": v.endswith("_bytes"),
+                     "ok": bool(rel.max(initial=0.0) <= (0.0 if v.endswith("_bytes") else TOLERANCE))})
+        if "group" in a.dims:  # the published checkpoints' rows: the same bytes on any CPU, so the same numbers
+            same = a.sel(group=exact_groups).equals(b.sel(group=exact_groups))
+            rows.append({"variable": f"{v} (checkpoints)", "max_rel_change": 0.0 if same else np.inf,
+                         "exact": True, "ok": bool(same)})
+    return pd.DataFrame(rows).set_index("variable")
 
 
 def efficientnet_bf16() -> list[Allocation]:
@@ -92,24 +153,30 @@ def efficientnet_bf16() -> list[Allocation]:
     return out
 
 
-def measure(scale: str | float = "quick", seed: int = 0, progress: bool = False) -> xr.Dataset:
+def runs(scale: str | float = "quick", seed: int = 0, progress: bool = False) -> dict[str, workloads.Run]:
+    """The study's two runs, bytes kept: every grid point of the KV cache a snapshot (a run dedupes the steps it is
+    asked for), the training's 8 snapshots."""
+    return {n: workloads.get(n).run(scale, seed=seed, keep_bytes=True, compressors=COMPRESSORS, progress=progress,
+                                    n_snapshots=64 if n == "minilm_kv" else 8) for n in ("minilm_kv", "gpt_bf16")}
+
+
+def measure(scale: str | float = "quick", seed: int = 0, progress: bool = False,
+            made: dict[str, workloads.Run] | None = None) -> xr.Dataset:
     """Run ``minilm_kv`` and ``gpt_bf16`` at ``scale`` and measure every group of :data:`GROUPS`: dims (group,
     compressor, threshold) for the per-entry codes' ideal and effective ratios, (group, peer) for the peers',
     (point, compressor) for the KV cache of every (length, batch) point, and the timing model's slowdown of a
-    decode step, (compressor, threshold, gpu)."""
+    decode step, (compressor, threshold, gpu). ``made``: the :func:`runs` of this scale and seed, if already made."""
     t0 = time.perf_counter()
-    # every grid point of the KV cache is a snapshot (a run dedupes the steps it is asked for); the training, 8
-    runs = {n: workloads.get(n).run(scale, seed=seed, keep_bytes=True, compressors=COMPRESSORS, progress=progress,
-                                    n_snapshots=64 if n == "minilm_kv" else 8) for n in ("minilm_kv", "gpt_bf16")}
-    last = {n: r.snapshots[-1].allocations for n, r in runs.items()}
+    made = made or runs(scale, seed, progress)
+    last = {n: r.snapshots[-1].allocations for n, r in made.items()}
     last["efficientnet"] = efficientnet_bf16()
     groups = [(label, [a for a in last[src] if a.kind == kind], bf16) for label, src, kind, bf16 in GROUPS]
     ratios = xr.concat([_group(label, allocs, bf16) for label, allocs, bf16 in groups], "group")
-    kv = xr.concat([_kv_point(s) for s in runs["minilm_kv"].snapshots[1:]], "point")
-    ds = xr.merge([ratios, kv, _slowdowns(runs["minilm_kv"])])
+    kv = xr.concat([_kv_point(s) for s in made["minilm_kv"].snapshots[1:]], "point")
+    ds = xr.merge([ratios, kv, _slowdowns(made["minilm_kv"])])
     ds["group_bytes"] = ("group", [sum(a.nbytes for a in allocs) for _, allocs, _ in groups], {"units": "bytes"})
     ds.attrs.update(scale=str(scale), seed=seed, seconds=time.perf_counter() - t0,
-                    gpt_losses=[float(x) for x in runs["gpt_bf16"].workload.losses])
+                    gpt_losses=[float(x) for x in made["gpt_bf16"].workload.losses])
     return ds
 
 

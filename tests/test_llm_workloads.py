@@ -6,23 +6,39 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from buddylib import workloads
+from buddylib import llm, workloads
 from buddylib.compressors import get as get_compressor
 
 torch = pytest.importorskip("torch")
 if "minilm_kv" not in workloads.names("llm"):
     pytest.skip("the MiniLM model package is not installed", allow_module_level=True)
 
-from buddylib.workloads.dl import llm, minilm  # noqa: E402
+from buddylib.workloads.dl import llm as llm_workloads  # noqa: E402
+from buddylib.workloads.dl import minilm  # noqa: E402
 
 
-@pytest.fixture(scope="module", params=["minilm_kv", "gpt_bf16"])
-def run(request: pytest.FixtureRequest) -> workloads.Run:
-    return workloads.get(request.param).run("quick", seed=0, keep_bytes=True, compressors=["bpc32"])
+@pytest.fixture(scope="module")
+def made() -> dict[str, workloads.Run]:
+    """Notebook 10's two quick runs (bytes kept), made once for every test here."""
+    return llm.runs("quick", 0)
+
+
+@pytest.fixture(params=["minilm_kv", "gpt_bf16"])
+def run(request: pytest.FixtureRequest, made: dict[str, workloads.Run]) -> workloads.Run:
+    return made[request.param]
+
+
+def test_the_committed_study_is_what_this_machine_measures(made: dict[str, workloads.Run]) -> None:
+    """Notebook 10 reads the committed quick study: remade here from the same runs, the checkpoints' numbers are
+    identical and the float computation's within the stated tolerance."""
+    report = llm.check_committed("quick", 0, fresh=llm.measure("quick", 0, made=made))
+    assert report.ok.all(), report.to_string()
+    assert report.loc["group_bytes", "max_rel_change"] == 0 and report.exact.any()
 
 
 def test_same_seed_same_bytes_and_every_16_bit_tensor_round_trips(run: workloads.Run) -> None:
-    again = workloads.get(run.workload.name).run("quick", seed=0, compressors=["bpc32"])
+    snaps = len(run.snapshots) if run.workload.name == "minilm_kv" else 8  # as llm.runs took them
+    again = workloads.get(run.workload.name).run("quick", seed=0, compressors=["bpc32"], n_snapshots=snaps)
     assert again.digest == run.digest
     ebo = get_compressor("ebo-bf16")
     n = 0
@@ -41,6 +57,7 @@ def test_kv_cache_is_the_bf16_models_keys_and_values_at_every_grid_point(run: wo
     w = run.workload
     heads, d = minilm.config()["num_attention_heads"], minilm.config()["hidden_size"]
     shapes = set()
+    assert len(run.snapshots) == len(w.grid) + 1  # the start, then every grid point
     for snap in run.snapshots[1:]:
         kv = [a for a in snap.allocations if a.kind == "kv_cache"]
         assert len(kv) == 2 * len(w.layers)
@@ -94,7 +111,7 @@ def test_gpt_training_holds_fp32_masters_adamw_moments_and_bf16_copies(run: work
 
 
 def test_the_token_stream_is_real_wordpiece() -> None:
-    ids = llm.wordpiece_corpus()
+    ids = llm_workloads.wordpiece_corpus()
     tok = minilm.tokenizer()
     assert ids.size > 100_000 and ids.min() >= 0 and ids.max() < len(tok.vocab)
     inverse = {i: t for t, i in tok.vocab.items()}
