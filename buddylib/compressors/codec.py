@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numcodecs
 import numcodecs.abc
@@ -116,71 +116,59 @@ numcodecs.register_codec(BPCCodec)
 numcodecs.register_codec(EBOCodec)
 
 
-@dataclass(frozen=True)
-class BPCZarrCodec(BytesBytesCodec):
-    """zarr v3 bytes-to-bytes codec: ``{"name": "buddylib.bpc", "configuration": {"width": 32}}``.
-
-    zarr 3 (format 3) takes codecs of its own kind, not numcodecs ones; this wraps
-    :class:`BPCCodec` the way zarr wraps numcodecs' Zstd.
-    """
+class _CodedZarrCodec(BytesBytesCodec):
+    """zarr v3 bytes-to-bytes codec wrapping a numcodecs one (:class:`_CodedCodec`) the way zarr wraps numcodecs'
+    Zstd: zarr 3 (format 3) takes codecs of its own kind. A subclass is a frozen dataclass of the one option its
+    numcodecs codec takes (``OPTION``), registered as ``NAME``."""
 
     is_fixed_size = False
+    NAME: ClassVar[str]
+    OPTION: ClassVar[str]
+    NUMCODECS: ClassVar[type[_CodedCodec]]
 
+    @classmethod
+    def from_dict(cls, data: dict[str, JSON]) -> Self:
+        _, configuration = parse_named_configuration(data, cls.NAME)
+        return cls(**(configuration or {}))  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {"name": self.NAME, "configuration": {self.OPTION: getattr(self, self.OPTION)}}
+
+    @cached_property
+    def _codec(self) -> _CodedCodec:
+        return self.NUMCODECS(getattr(self, self.OPTION))
+
+    async def _decode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer:
+        return await asyncio.to_thread(as_numpy_array_wrapper, self._codec.decode, chunk_bytes, chunk_spec.prototype)
+
+    async def _encode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer | None:
+        return await asyncio.to_thread(as_numpy_array_wrapper, self._codec.encode, chunk_bytes, chunk_spec.prototype)
+
+    def compute_encoded_size(self, _input_byte_length: int, _chunk_spec: ArraySpec) -> int:
+        raise NotImplementedError  # variable-length code
+
+
+@dataclass(frozen=True)
+class BPCZarrCodec(_CodedZarrCodec):
+    """zarr v3 bytes-to-bytes codec: ``{"name": "buddylib.bpc", "configuration": {"width": 32}}``."""
+
+    NAME: ClassVar[str] = CODEC_ID
+    OPTION: ClassVar[str] = "width"
+    NUMCODECS: ClassVar[type[_CodedCodec]] = BPCCodec
     width: int = 32
 
     def __init__(self, *, width: int = 32) -> None:
         object.__setattr__(self, "width", _width(width))
 
-    @classmethod
-    def from_dict(cls, data: dict[str, JSON]) -> Self:
-        _, configuration = parse_named_configuration(data, CODEC_ID)
-        return cls(**(configuration or {}))  # type: ignore[arg-type]
-
-    def to_dict(self) -> dict[str, JSON]:
-        return {"name": CODEC_ID, "configuration": {"width": self.width}}
-
-    @cached_property
-    def _codec(self) -> BPCCodec:
-        return BPCCodec(self.width)
-
-    async def _decode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer:
-        return await asyncio.to_thread(as_numpy_array_wrapper, self._codec.decode, chunk_bytes, chunk_spec.prototype)
-
-    async def _encode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer | None:
-        return await asyncio.to_thread(as_numpy_array_wrapper, self._codec.encode, chunk_bytes, chunk_spec.prototype)
-
-    def compute_encoded_size(self, _input_byte_length: int, _chunk_spec: ArraySpec) -> int:
-        raise NotImplementedError  # variable-length code
-
 
 @dataclass(frozen=True)
-class EBOZarrCodec(BytesBytesCodec):
+class EBOZarrCodec(_CodedZarrCodec):
     """zarr v3 bytes-to-bytes codec: ``{"name": "buddylib.ebo", "configuration": {"fmt": "bf16"}}`` (or "fp16")."""
 
-    is_fixed_size = False
-
+    NAME: ClassVar[str] = EBO_CODEC_ID
+    OPTION: ClassVar[str] = "fmt"
+    NUMCODECS: ClassVar[type[_CodedCodec]] = EBOCodec
     fmt: str = "bf16"
 
     def __init__(self, *, fmt: str = "bf16") -> None:
         object.__setattr__(self, "fmt", _fmt(fmt))
-
-    @classmethod
-    def from_dict(cls, data: dict[str, JSON]) -> Self:
-        _, configuration = parse_named_configuration(data, EBO_CODEC_ID)
-        return cls(**(configuration or {}))  # type: ignore[arg-type]
-
-    def to_dict(self) -> dict[str, JSON]:
-        return {"name": EBO_CODEC_ID, "configuration": {"fmt": self.fmt}}
-
-    @cached_property
-    def _codec(self) -> EBOCodec:
-        return EBOCodec(self.fmt)
-
-    async def _decode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer:
-        return await asyncio.to_thread(as_numpy_array_wrapper, self._codec.decode, chunk_bytes, chunk_spec.prototype)
-
-    async def _encode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer | None:
-        return await asyncio.to_thread(as_numpy_array_wrapper, self._codec.encode, chunk_bytes, chunk_spec.prototype)
-
-    def compute_encoded_size(self, _input_byte_length: int, _chunk_spec: ArraySpec) -> int:
-        raise NotImplementedError  # variable-length code
