@@ -63,7 +63,7 @@ KERNEL_SCALES = (1, 4, 16)
 CAPACITY_GPUS = (("H100-80GB", "NVLink4"), ("H200-141GB", "NVLink-C2C"))
 
 
-def key(scale: str | float, seed: int) -> str:
+def key() -> str:
     """Digest of the code the study depends on: this module, the workloads', the compressors' and analysis's."""
     return "+".join([code_version("llm.py", "compressors", *ANALYSIS_ONLY), *(workloads.get(n).code()
                                                                           for n in ("minilm_kv", "gpt_bf16"))])
@@ -88,15 +88,15 @@ def study(scale: str | float = "quick", seed: int = 0, data: str | Path | None =
     if data is None:
         if committed_path(scale, seed).is_file():
             ds = experiments._load_cached(committed_path(scale, seed))
-            return ds.assign_attrs(source="committed", code_current=int(ds.attrs.get("code") == key(scale, seed)))
+            return ds.assign_attrs(source="committed", code_current=int(ds.attrs.get("code") == key()))
         data = fixtures.DATA
     cache = Path(data) / f"llm-{scale}-s{seed}.nc"
     if cache.exists():
         ds = experiments._load_cached(cache)
-        if ds.attrs.get("code") == key(scale, seed):
+        if ds.attrs.get("code") == key():
             return ds
     ds = measure(scale, seed, progress)
-    ds.attrs["code"] = key(scale, seed)
+    ds.attrs["code"] = key()
     experiments.save_cache(ds, cache)
     return ds
 
@@ -106,7 +106,7 @@ def write_committed(scale: str | float = "quick", seed: int = 0) -> Path:
     import datetime
 
     ds = measure(scale, seed)
-    ds.attrs.update(code=key(scale, seed), date=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    ds.attrs.update(code=key(), date=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                     machine=json.dumps(fixtures.machine()))
     path = committed_path(scale, seed)
     experiments.save_cache(ds, path)
