@@ -116,6 +116,9 @@ def write_committed(scale: str | float = "quick", seed: int = 0) -> Path:
 def check_committed(scale: str | float = "quick", seed: int = 0, fresh: xr.Dataset | None = None) -> pd.DataFrame:
     """Remake the committed study here (or take ``fresh``) and compare, one row per variable: the largest
     relative change, whether it must be exact (the checkpoints' rows and every size in bytes) and ``ok``."""
+    if not committed_path(scale, seed).is_file():
+        raise FileNotFoundError(f"no committed study at scale {scale}, seed {seed} ({committed_path(scale, seed)}); "
+                                f"`buddy llm --write --scale {scale} --seed {seed}` makes one")
     kept = experiments._load_cached(committed_path(scale, seed))
     fresh = measure(scale, seed) if fresh is None else fresh
     exact_groups = [g for g, src, *_ in GROUPS if src == "efficientnet" or g == GROUPS[0][0]]
