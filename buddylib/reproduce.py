@@ -174,13 +174,21 @@ def generate(data: Path, scale: str, names: list[str], scheduler: str | None = N
     return pipeline.run_all(tasks, data, scheduler, desc="workloads")
 
 
+#: Seconds each notebook took at default scale in a fresh clone's make reproduce (AMD EPYC, 2 workers,
+#: 2026-12-03): the order a first run starts them in (the longest first), before a steps.csv of its own exists.
+NOTEBOOK_SECONDS = {"10_llm_memory": 213.0, "05_slowdown_sensitivity": 108.0, "09_fidelity": 76.0,
+                    "01_compressors": 65.0, "04_over_time": 59.0, "03_dl_ratios": 41.0, "00_explore": 31.0,
+                    "02_hpc_ratios": 25.0, "06_unified_memory": 22.0, "07_larger_batch": 21.0, "08_your_data": 14.0}
+
+
 def run_notebooks(out: Path, data: Path, scale: str, names: list[str] | None, only: list[str] | None,
                   scheduler: str | None, last: dict[str, float] | None = None) -> list[dict[str, object]]:
     """Execute the notebooks in parallel, the longest last time first; per notebook its seconds and files."""
     from buddylib import pipeline
 
     books = notebook_paths(only)
-    tasks = sorted((pipeline.Task("notebook", str(nb), scale, (last or {}).get(f"notebook {nb.stem}", 0.0))
+    tasks = sorted((pipeline.Task("notebook", str(nb), scale,
+                                  (last or {}).get(f"notebook {nb.stem}", NOTEBOOK_SECONDS.get(nb.stem, 0.0)))
                     for nb in books), key=lambda t: -t.cost)
     seconds = pipeline.run_all(tasks, data, scheduler, desc="notebooks",  # absolute: a worker's folder is its own
                                notebook_args={"out": str(out.resolve()), "data": str(data.resolve()), "scale": scale,

@@ -122,3 +122,9 @@ def test_headline_is_the_timing_models_default() -> None:
 
     assert paper.HEADLINE["outstanding"] == Params().outstanding
     assert paper.HEADLINE["metadata_cache_bytes"] == Params().metadata_cache_bytes
+
+
+def test_every_notebook_has_a_first_run_cost() -> None:
+    """A fresh clone starts the notebooks longest first from measured seconds (no steps.csv of its own yet)."""
+    assert set(reproduce.NOTEBOOK_SECONDS) == {nb.stem for nb in reproduce.notebook_paths()}
+    assert all(s > 0 for s in reproduce.NOTEBOOK_SECONDS.values())
