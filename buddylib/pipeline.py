@@ -43,12 +43,12 @@ def generation_tasks(scale: str | float, names: Sequence[str], paper_names: Sequ
                      batch_names: Sequence[str] = (), study_names: Sequence[str] = (),
                      hpc_scales: Sequence[str | float] = (), optimizer_names: Sequence[str] = (),
                      maturity_names: Sequence[str] | None = None,
-                     hpc_committed: Sequence[tuple[str, str]] = ()) -> list[Task]:
+                     hpc_committed: Sequence[tuple[str, str]] = (), llm: bool = False) -> list[Task]:
     """What the notebooks and the index will read, one task each: a run and its timing-model sweep per
     workload, paper-scale runs, memory-vs-batch measurements, the training-maturity (of ``maturity_names``,
     default ``study_names``: a committed one is read, not run), framework and optimizer studies, HPC runs at
     other problem sizes (``hpc_scales``, but none of ``hpc_committed``: (name, scale) pairs whose committed
-    summary is read instead)."""
+    summary is read instead), and with ``llm`` notebook 10's study (:func:`buddylib.llm.study`)."""
     from buddylib import summaries, workloads
 
     tasks = [Task("run", n, scale, 60.0 if workloads.get(n).suite != "hpc" else 30.0) for n in names]
@@ -60,6 +60,7 @@ def generation_tasks(scale: str | float, names: Sequence[str], paper_names: Sequ
     committed = set(hpc_committed)
     tasks += [Task("run", n, s, 10.0) for s in hpc_scales for n in workloads.names("hpc")
               if (n, summaries.scale_name(s)) not in committed]
+    tasks += [Task("llm", "llm", scale, 200.0)] if llm else []
     return sorted(tasks, key=lambda t: -t.cost)
 
 
@@ -82,6 +83,10 @@ def execute(task: Task, data: str, seed: int = 0, notebook_args: dict[str, Any] 
         fidelity.framework_accounting([task.name], task.scale, seed, data, progress=False)
     elif task.kind == "adam":
         fidelity.optimizer([task.name], task.scale, seed, data, progress=False)
+    elif task.kind == "llm":
+        from buddylib import llm
+
+        llm.study(task.scale, seed, data)
     elif task.kind == "notebook":
         from buddylib import reproduce
 

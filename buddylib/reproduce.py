@@ -147,7 +147,8 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
 def generate(data: Path, scale: str, names: list[str], scheduler: str | None = None, regenerate: bool = False,
              full: bool = False) -> dict[str, float]:
     """Every workload run, sweep and study the notebooks and the index read, cached in ``data``, as parallel
-    tasks (a progress bar counts them); ``full``: also the HPC runs at other sizes. The slow studies whose
+    tasks (a progress bar counts them); ``full``: also the HPC runs at other sizes and notebook 10's study
+    (:func:`buddylib.llm.study`). The slow studies whose
     summaries are committed (:mod:`buddylib.summaries`: the paper-scale networks, the maturity, optimizer and
     framework studies at default scale, the HPC proxies at gigabyte scale and at 32 MiB, the size notebook 09's
     scale trend adds) are read from them, not run; only those not committed are tasks here. Returns seconds per task."""
@@ -170,13 +171,14 @@ def generate(data: Path, scale: str, names: list[str], scheduler: str | None = N
         hpc_committed=[(n, summaries.scale_name(s)) for s in hpc_scales for n in workloads.names("hpc")
                        if summaries.path(n, s).is_file()],
         optimizer_names=[n for n in fidelity.OPTIMIZER_NETWORKS if n in names and not committed(n, "adam")],
-        maturity_names=[n for n in study if not committed(n, "maturity")])
+        maturity_names=[n for n in study if not committed(n, "maturity")], llm=full)
     return pipeline.run_all(tasks, data, scheduler, desc="workloads")
 
 
 #: Seconds each notebook took at default scale in a fresh clone's make reproduce (AMD EPYC, 2 workers,
-#: 2026-12-03): the order a first run starts them in (the longest first), before a steps.csv of its own exists.
-NOTEBOOK_SECONDS = {"10_llm_memory": 213.0, "05_slowdown_sensitivity": 108.0, "09_fidelity": 76.0,
+#: 2026-12-03; notebook 10's, reading the study the generation step cached): the order a first run starts them
+#: in (the longest first), before a steps.csv of its own exists.
+NOTEBOOK_SECONDS = {"10_llm_memory": 15.0, "05_slowdown_sensitivity": 108.0, "09_fidelity": 76.0,
                     "01_compressors": 65.0, "04_over_time": 59.0, "03_dl_ratios": 41.0, "00_explore": 31.0,
                     "02_hpc_ratios": 25.0, "06_unified_memory": 22.0, "07_larger_batch": 21.0, "08_your_data": 14.0}
 

@@ -221,6 +221,7 @@ def test_reproduce_schedules_no_committed_study(tmp_path: Path, monkeypatch: pyt
     reproduce.generate(tmp_path, "default", [*fidelity.STUDY_CNNS, "ostencil"], full=True)
     kinds = {t.kind for t in seen}
     assert "paper" not in kinds and "run" in kinds
+    assert [t.label for t in seen if t.kind == "llm"] == ["llm:llm@default"]  # notebook 10's study
     for kind in ("maturity", "adam", "caffe"):
         assert {t.name for t in seen if t.kind == kind} == {
             n for n in fidelity.STUDY_CNNS if not summaries.path(n, "default", study=kind).is_file()}, kind
