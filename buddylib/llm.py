@@ -186,7 +186,7 @@ def measure(scale: str | float = "quick", seed: int = 0, progress: bool = False,
 def _group(label: str, allocs: list[Allocation], bf16: bool) -> xr.Dataset:
     """One group's ratios: ideal and effective (per threshold) under each per-entry code, and the peers'."""
     comps = [c for c in COMPRESSORS if bf16 or not c.startswith("ebo")]
-    snap = Snapshot(label, [_fresh(a) for a in allocs])
+    snap = Snapshot(label, list(allocs))  # the runs' sectors reused; the EfficientNet checkpoint's computed
     ds = analyze(snap, comps, thresholds=list(THRESHOLDS), progress=False).isel(snapshot=0)
     out = xr.Dataset({"ideal_ratio": ds.ideal_ratio_total, "effective_ratio": ds.effective_ratio})
     out = out.reindex(compressor=list(COMPRESSORS))
@@ -194,11 +194,6 @@ def _group(label: str, allocs: list[Allocation], bf16: bool) -> xr.Dataset:
     out["peer_ratio"] = ("peer", [raw / b if b else np.nan for b in (_peer_bytes(p, allocs, bf16) for p in PEERS)])
     return out.drop_vars(["snapshot", "step", "workload"], errors="ignore").assign_coords(
         peer=list(PEERS)).expand_dims(group=[label])
-
-
-def _fresh(a: Allocation) -> Allocation:
-    """A copy of ``a`` with its bytes and no sectors, so :func:`analyze` computes every code here."""
-    return Allocation.from_array(a.name, np.asarray(a.data), kind=a.kind)
 
 
 def _peer_bytes(peer: str, allocs: list[Allocation], bf16: bool) -> float:
@@ -221,7 +216,7 @@ def _peer_bytes(peer: str, allocs: list[Allocation], bf16: bool) -> float:
 
 def _kv_point(snap: Snapshot) -> xr.Dataset:
     """The KV cache of one (length, batch) grid point: ideal and effective (threshold 0.3) ratio per code."""
-    kv = [_fresh(a) for a in snap.allocations if a.kind == "kv_cache"]
+    kv = [a for a in snap.allocations if a.kind == "kv_cache"]
     b, _, t, _ = kv[0].shape
     ds = analyze(Snapshot("kv", kv), list(COMPRESSORS), thresholds=[0.3], progress=False).isel(snapshot=0, threshold=0)
     raw = sum(a.nbytes for a in kv)
