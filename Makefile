@@ -49,10 +49,11 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(VENV)/bin/buddy bench --out reports/bench --mib $(BENCH_MIB)
 
-## fixtures: remake the committed quick-scale runs the notebooks read, then the notebooks' committed
-## outputs (nbval compares them); commit both. `buddy fixtures --check` compares without writing.
+## fixtures: remake the committed quick-scale runs the notebooks read and notebook 08's recorded model, then the
+## notebooks' committed outputs (nbval compares them); commit both. `buddy fixtures --check` compares without writing.
 fixtures: $(STAMP)
 	$(VENV)/bin/buddy fixtures
+	$(VENV)/bin/buddy capture examples/own_model.py --out data/fixtures/recorded/own_model.nc
 	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.record_timing=False \
 		notebooks/[0-9]*.ipynb
 

@@ -79,9 +79,11 @@ def _analyze(args: argparse.Namespace) -> int:
             args.compressor = [*DEFAULT_COMPRESSORS, *(FLOAT16_CODES[d] for d in sorted(
                 {a.dtype for a in allocations} & set(FLOAT16_CODES)))]
     else:
-        args.compressor = args.compressor or list(DEFAULT_COMPRESSORS)
         snapshots = run
         recorded = set.intersection(*(set(a.sectors) for s in run for a in s.allocations))
+        halves = {a.dtype for s in run for a in s.allocations} & set(FLOAT16_CODES)
+        args.compressor = args.compressor or [*DEFAULT_COMPRESSORS, *(
+            FLOAT16_CODES[d] for d in sorted(halves) if FLOAT16_CODES[d] in recorded)]
         missing = [c for c in args.compressor if c in compressor_names() and c not in recorded]
         if missing:
             raise ValueError(f"{args.paths[0]}: a saved run without bytes; it records sectors for "
@@ -98,16 +100,22 @@ def _analyze(args: argparse.Namespace) -> int:
             client.close()
     table = analysis.allocation_table(ds, compressor=args.compressor[0], threshold=args.threshold)
     total = analysis.total_row(ds, compressor=args.compressor[0], threshold=args.threshold)
+    timing = _run_timing(Path(args.paths[0]), args.compressor[0], args.threshold) if run is not None else {}
     if args.json:
         print(json.dumps({"compressor": args.compressor[0], "threshold": args.threshold, "policy": args.policy,
                           "allocations": [_json_row(r) for r in table.reset_index().to_dict(orient="records")],
-                          "total": _json_row(total.to_dict())}, indent=1, allow_nan=False))
+                          "total": _json_row(total.to_dict()), **timing}, indent=1, allow_nan=False))
     else:
         print(_format_table(table, total))
         print(f"\neffective ratio {total['effective']:.3f}x with {args.compressor[0]} "
               f"(buddy threshold {args.threshold:g}, {args.policy} policy); ideal ratio "
               f"{total['ideal ' + args.compressor[0]]:.3f}x; device {human_bytes(total['device bytes'])}"
               f" (incl. metadata), buddy {human_bytes(total['buddy bytes'])} for {human_bytes(total['bytes'])} of data")
+        if "slowdown" in timing:
+            print(f"slowdown {timing['slowdown']:.4f}x of one step on {timing['gpu']} + {timing['link']} (timing model "
+                  "replaying the run's access profile over its last snapshot, no HBM credit)")
+        for line in timing.get("notes", []):
+            print(line)
     if out is not None:
         _write_dataset(ds, out)
         print(f"wrote {out}", file=sys.stderr)
@@ -207,6 +215,34 @@ def _check_out(out: Path, inputs: list[Path]) -> None:
     if not analysis.is_result(out):
         raise ValueError(f"--out {out}: exists and is not a result buddy analyze wrote; remove it or choose "
                          "another name")
+
+
+def _run_timing(path: Path, compressor: str, threshold: float) -> dict:
+    """For a saved run with an access profile beside it: the timing model's slowdown of one step at the paper's
+    headline GPU and link, and, for a recording of a user's model (:mod:`buddylib.capture`), what it could not
+    see and the CUDA allocator's bytes."""
+    import json
+
+    from buddylib import paper
+    from buddylib.readers import human_bytes
+    from buddylib.timing import model as tm
+
+    profile = path.with_suffix(".profile.json")
+    if not profile.exists():
+        return {}
+    meta = json.loads(profile.read_text())
+    out: dict = {}
+    if meta.get("kernels"):
+        ws = tm.Workset.load(path, compressor)
+        out = {"gpu": paper.HEADLINE["gpu"], "link": paper.HEADLINE["link"],
+               "slowdown": tm.slowdown(ws, threshold=threshold, bandwidth_credit=False)["slowdown"]}
+    rec = meta.get("recorded")
+    if rec:
+        notes = [f"recorded from a {rec['mode']} loop on {rec['device']} over {rec['steps']} steps"]
+        notes += [f"CUDA allocator at step {m['step']}: {human_bytes(m['allocated'])} allocated, "
+                  f"{human_bytes(m['reserved'])} reserved" for m in rec.get("cuda_memory", [])[-1:]]
+        out["notes"] = [*notes, "not recorded: " + "; ".join(rec.get("unseen", []))]
+    return out
 
 
 def _saved_run(paths: list[str]) -> list | None:
@@ -324,6 +360,33 @@ def _workloads(args: argparse.Namespace) -> int:
         print(f"{name}: {len(run.snapshots)} snapshots, footprint {human_bytes(run.footprint)}, "
               f"{run.seconds:.1f} s -> {path}")
     return 0
+
+
+def _capture(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from buddylib import capture, fixtures
+
+    if args.out is None and args.check is None:
+        raise ValueError("buddy capture: give --out PATH (.nc or .zarr) to save the recording, or --check PATH")
+    if args.out is not None and Path(args.out).suffix not in (".nc", ".zarr"):
+        raise ValueError(f"--out {args.out}: a recording is saved to a .nc (netCDF) or .zarr path")
+    if args.check is not None and not Path(args.check).with_suffix(".profile.json").is_file():
+        raise ValueError(f"--check {args.check}: no recording there (its .profile.json is missing)")
+    rec = capture.run_script(args.script, every=args.every)
+    print(rec.summary())
+    if args.out is not None:
+        print(f"wrote {rec.save(args.out)}", file=sys.stderr)
+    if args.check is None:
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = rec.save(Path(tmp) / Path(args.check).name)
+        report = capture.compare(args.check, fresh)
+    ok = report["structure_equal"] and report["profile_equal"] and report["max_rel_change"] <= fixtures.TOLERANCE
+    print(f"{args.check}: allocations {'equal' if report['structure_equal'] else 'DIFFER'}, profile "
+          f"{'equal' if report['profile_equal'] else 'DIFFERS'}, largest ideal-ratio change "
+          f"{report['max_rel_change']:.2%} (tolerance {fixtures.TOLERANCE:.0%})")
+    return 0 if ok else 1
 
 
 def _fixtures(args: argparse.Namespace) -> int:
@@ -470,6 +533,21 @@ def _parser() -> argparse.ArgumentParser:
     wr.add_argument("--seed", type=int, default=0, help="seed (default 0): the same seed gives the same bytes")
     wr.add_argument("--out", default="data", help="output folder (default data)")
     wr.set_defaults(func=_workloads)
+
+    c = sub.add_parser("capture", help="record your own PyTorch model's training (or inference) steps",
+                       description="Run SCRIPT under buddylib.capture.Recorder and save what a GPU would hold at "
+                                   "each step (snapshots) and how the step reads it (access profile), as `buddy "
+                                   "workloads run` saves a run: `buddy analyze` and notebooks 00 and 08 read it. "
+                                   "SCRIPT defines `model` (an nn.Module), `loop()` (runs the steps, calling model) "
+                                   "and optionally `optimizer` (training; without it, inference) and `loss_fn` "
+                                   "(the loss module).")
+    c.add_argument("script", metavar="SCRIPT", help="a Python file following that convention")
+    c.add_argument("--out", help="save the recording here (.nc or .zarr; .profile.json and .index.npz beside)")
+    c.add_argument("--every", type=int, default=1, help="a snapshot after every N-th step (default 1), and one "
+                   "at the start")
+    c.add_argument("--check", metavar="RECORDING", help="compare with a committed recording of the same script: "
+                   "allocations and profile equal, ideal ratios within the fixtures' tolerance (exit 1 if not)")
+    c.set_defaults(func=_capture)
 
     f = sub.add_parser("fixtures", help="remake (or --check) the committed quick-scale runs the notebooks read",
                        description="Remake the committed quick-scale runs (seed 0) and mini-batch measurements "

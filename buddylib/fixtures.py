@@ -37,6 +37,10 @@ from buddylib.provenance import MANIFEST, RUN_SOURCES, code_version, frozen
 DATA = Path(__file__).resolve().parents[1] / "data"
 FOLDER = DATA / "fixtures" / "quick"
 SCALE, SEED = "quick", 0
+#: Notebook 08's recorded model: examples/own_model.py recorded by ``buddy capture`` (``make fixtures`` remakes it;
+#: tests/test_capture.py records it again and compares).
+EXAMPLE = DATA.parent / "examples" / "own_model.py"
+RECORDED = DATA / "fixtures" / "recorded" / "own_model.nc"
 SUITES = ("hpc", "dl", "dl-extra")
 #: Largest relative change of a remade DL run's ideal ratio (any snapshot, any compressor) or of a
 #: mini-batch measurement's device bytes that :func:`check` accepts: about three times the largest
