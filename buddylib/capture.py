@@ -13,11 +13,13 @@ recording to a user's own model and loop, in the way PyTorch users already profi
     rec.save("mine.nc")               # a run, as `buddy workloads run` writes it: buddy analyze, notebooks 00 and 08
 
 A *step* begins at each call of ``model`` (not nested in another call) and, in training, ends at the optimizer's
-step. A snapshot holds what the built-in training runs hold, under the same names: the step's inputs (``input``, and
-``targets``, what ``loss_fn`` was given besides the model's output), the parameters (``weights``), buffers, gradients,
-optimizer state, every tensor autograd saved for the backward pass (``act.<module>.<k>``, one per storage: views and
-in-place results are counted once; autocast's half copies of parameters as ``half_weights``), and in inference the
-leaf modules' outputs. Tensors saved by code outside any module (a functional loss) are ``act.outside.<k>``.
+step; in training, a forward run without grad (an evaluation pass) is not a step and is not traced. A snapshot holds
+what the built-in training runs hold, under the same names: the step's inputs (``input``, and ``targets``, what
+``loss_fn`` or a functional loss was given besides the model's output), the parameters (``weights``), buffers,
+gradients, optimizer state, every tensor autograd saved for the backward pass (``act.<module>.<k>``, one per storage:
+views and in-place results are counted once; autocast's half copies of parameters as ``half_weights``), and in
+inference the leaf modules' outputs. Tensors saved by code outside any module (a functional loss) are
+``act.outside.<k>``.
 
 What it cannot see is listed in :data:`UNSEEN` and saved with the run (``buddy analyze`` prints it).
 """
@@ -195,7 +197,8 @@ class Recorder(TorchWorkload):
         self._resolve()
         with numba_threads(self.compress_threads):
             allocations, parts = [], []
-            for n, (arr, kind, label_dtype) in self._live().items():
+            for n, (t, kind) in self._live().items():  # one host copy at a time (a CUDA model's may be large)
+                arr, label_dtype = host_array(t)
                 a = Allocation.from_array(n, np.copy(arr) if self.keep_bytes else arr, kind=kind, dtype=label_dtype)
                 a.sectors = {c: sectors(arr, c) for c in self.compressors}
                 a.reference_bytes = {r: reference_bytes(arr, r) for r in self.references}
@@ -304,6 +307,8 @@ class Recorder(TorchWorkload):
     # -- hooks ----------------------------------------------------------------------------------
     def _pre_hook(self, mod: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         top = self._tracer is None or not self._tracer.stack
+        if top and not self.inference and not torch.is_grad_enabled():
+            return  # an evaluation pass inside a training loop: not a training step, not traced
         if mod is self.model and top:
             self._begin(args, kwargs)
         elif mod is self.criterion and top and self._tracer is not None:
@@ -436,7 +441,7 @@ class Recorder(TorchWorkload):
         kernels += _cache_reads(tracer, {_ptr(t): n for n, t in self._kv.items()})
         tracer.release()
         self.steps += 1
-        self._profile = AccessProfile(self.name, kernels).validate(self._live())
+        self._profile = AccessProfile(self.name, kernels).validate(list(self._live()))
         self._index = {}
         if self.every and self.steps % self.every == 0:
             self.snapshot()
@@ -449,17 +454,18 @@ class Recorder(TorchWorkload):
         if self.optimizer is None:
             kernels = kernels[:-1]  # the optimizer's kernel: none ran
         live = self._live()
-        self._profile = AccessProfile(self.name, kernels).validate(live)
-        self._index = {a.index: np.copy(live[a.index][0]) for k in kernels for a in k.accesses if a.index}
+        self._profile = AccessProfile(self.name, kernels).validate(list(live))
+        self._index = {a.index: np.copy(host_array(live[a.index][0])[0]) for k in kernels for a in k.accesses
+                       if a.index}
 
     def _optimizer_kernel(self) -> Kernel:
         if self.optimizer is None:
             return Kernel("optimizer", [], 0.0)  # dropped by _record_profile
         return super()._optimizer_kernel()
 
-    def _live(self) -> dict[str, tuple[np.ndarray, str, str | None]]:
-        """Every live allocation, ``{name: (host array, kind, dtype label)}``, in the built-in runs' order: inputs,
-        parameters, buffers, gradients, optimizer state, saved tensors (or leaf outputs), declared caches."""
+    def _live(self) -> dict[str, tuple[torch.Tensor, str]]:
+        """Every live allocation, ``{name: (tensor, kind)}``, in the built-in runs' order: inputs, parameters,
+        buffers, gradients, optimizer state, saved tensors (or leaf outputs), declared caches."""
         out: dict[str, tuple[torch.Tensor, str]] = {n: (t, "input") for n, t in self._inputs.items()}
         params = list(self.model.named_parameters())
         out.update({n: (p, "weights") for n, p in params})
@@ -474,17 +480,14 @@ class Recorder(TorchWorkload):
                         out[f"{n}.{key}"] = (v, "optimizer")
         out.update({n: (t, "half_weights" if n in self._half else "activations") for n, t in self._acts.items()})
         out.update({n: (t, "kv_cache") for n, t in self._kv.items()})
-        result = {}
-        for n, (t, kind) in out.items():
+        for n, (t, _) in out.items():
             if t.device.type == "meta":
                 raise CaptureError(f"allocation {n}: a meta tensor holds no bytes")
-            arr, label = host_array(t)
-            result[n] = (arr, kind, label)
-        return result
+        return out
 
-    # the timing model reads allocations() as {name: (array, kind)}
     def allocations(self) -> dict[str, tuple[np.ndarray, str]]:
-        return {n: (a, k) for n, (a, k, _) in self._live().items()}
+        """What is live now as the Workload contract has it, ``{name: (host array, kind)}``."""
+        return {n: (host_array(t)[0], k) for n, (t, k) in self._live().items()}
 
 
 #: What a script given to ``buddy capture`` defines (:func:`run_script`): ``model`` and ``loop`` are required.

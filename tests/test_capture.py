@@ -93,7 +93,7 @@ class Net(nn.Module):
         return self.head(x.flatten(2).mean(2))  # a view, then a reduction: saved once per storage
 
 
-def _train(dtype: torch.dtype | None, steps: int = 3, **kw) -> capture.Recorder:
+def _train(dtype: torch.dtype | None, steps: int = 3, evaluate: bool = False, **kw) -> capture.Recorder:
     torch.manual_seed(0)
     model = Net()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
@@ -106,6 +106,11 @@ def _train(dtype: torch.dtype | None, steps: int = 3, **kw) -> capture.Recorder:
             loss.backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
+            if evaluate:  # an evaluation pass between the steps
+                model.eval()
+                with torch.no_grad():
+                    model(x)
+                model.train()
     return rec
 
 
@@ -149,9 +154,10 @@ def test_a_users_own_model_records_and_analyses_end_to_end(dtype, tmp_path: Path
     assert source.workset is not None and len(source.snapshots) == 4
 
 
-def test_the_same_loop_records_the_same_bytes() -> None:
-    a, b = _train(None, steps=2), _train(None, steps=2)
-    assert a.run_digest == b.run_digest
+def test_the_same_loop_records_the_same_bytes_and_an_evaluation_pass_is_no_step() -> None:
+    a, b, c = _train(None, steps=2), _train(None, steps=2), _train(None, steps=2, evaluate=True)
+    assert a.run_digest == b.run_digest == c.run_digest
+    assert a.profile().to_dict() == c.profile().to_dict()
 
 
 def test_inference_records_leaf_outputs_and_a_declared_kv_cache() -> None:
