@@ -56,7 +56,7 @@ def _analyze(args: argparse.Namespace) -> int:
     from buddylib.readers import human_bytes
     from buddylib.snapshot import Snapshot
 
-    shape = _parse_shape(args.shape) if args.shape else None
+    shape = _parse_shape(args.shape) if args.shape is not None else None
     if shape is not None and args.dtype is None:
         raise ValueError("--shape needs --dtype (it describes a raw dump)")
     if args.compressor is not None:
@@ -109,7 +109,7 @@ def _analyze(args: argparse.Namespace) -> int:
         print(_format_table(table, total))
         print(f"\neffective ratio {total['effective']:.3f}x with {args.compressor[0]} "
               f"(buddy threshold {args.threshold:g}, {args.policy} policy); ideal ratio "
-              f"{total['ideal ' + args.compressor[0]]:.3f}x; device {human_bytes(total['device bytes'])}"
+              f"{_ideal(total['ideal ' + args.compressor[0]])}; device {human_bytes(total['device bytes'])}"
               f" (incl. metadata), buddy {human_bytes(total['buddy bytes'])} for {human_bytes(total['bytes'])} of data")
         if "slowdown" in timing:
             print(f"slowdown {timing['slowdown']:.4f}x of one step on {timing['gpu']} + {timing['link']} (timing model "
@@ -314,6 +314,11 @@ def _write_dataset(ds, out: Path) -> None:
         shutil.rmtree(tmpdir, ignore_errors=True)
 
 
+def _ideal(ratio: float) -> str:
+    """An ideal ratio as the summary says it: all-zero data takes no sector, so its ratio is no number."""
+    return "unbounded (all zero: no sectors, only metadata)" if ratio == float("inf") else f"{ratio:.3f}x"
+
+
 def _format_table(table, total) -> str:
     """The allocations, a rule, and the totals (below the rule, so an allocation named TOTAL is no clash)."""
     import pandas as pd
@@ -323,9 +328,9 @@ def _format_table(table, total) -> str:
     t = pd.concat([table, total.to_frame("TOTAL").T.rename_axis(table.index.name)])
     for col in ("bytes", "device bytes", "buddy bytes"):
         t[col] = [human_bytes(v) for v in t[col]]
-    for col in t.columns:
+    for col in t.columns:  # an all-zero allocation takes no sector at all (its entries are flagged in the metadata)
         if col.startswith("ideal") or col in ("target", "effective"):
-            t[col] = ["" if v != v else f"{v:.3f}" for v in t[col]]
+            t[col] = ["" if v != v else "all zero" if v == float("inf") else f"{v:.3f}" for v in t[col]]
     t["overflow %"] = [f"{float(v):.1f}" for v in t["overflow %"]]
     lines = t.to_string().splitlines()
     return "\n".join([*lines[:-1], "-" * len(lines[0]), lines[-1]])

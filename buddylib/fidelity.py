@@ -340,13 +340,36 @@ def hpc_scales(names: Sequence[str] | None = None, scales: Sequence[str | float]
 def attribution(ours: float, factors: dict[str, float], target: float, label: str = "this suite") -> pd.DataFrame:
     """One headline number from ours (first row, ``label``: say the scale) to the paper's: a row per measured
     factor (each from the same baseline, not compounded), its value, its change, and the share of the gap to
-    ``target`` it closes."""
+    ``target`` it closes (the baseline row's is 0, the paper row's 1; no gap: NaN)."""
+    if label in factors or "paper" in factors:
+        raise ValueError(f"attribution: a factor named {label!r} or 'paper' would hide the baseline or the target")
     rows = [(label, ours), *factors.items(), ("paper", target)]
     df = pd.DataFrame(rows, columns=["factor", "value"]).set_index("factor")
     gap = target - ours
     df["change"] = df["value"] - ours
     df["share of the gap"] = df["change"] / gap if gap else np.nan
     return df
+
+
+def on_subset(per_network: pd.Series, subset: Sequence[str], value: float) -> float:
+    """A factor measured on some of the networks (``value``: their mean under it) as the mean over all of them:
+    its change on ``subset`` applied to the mean of ``per_network``. A mean over the subset set beside the mean
+    over all would count the networks left out as an effect of the factor."""
+    missing = [n for n in subset if n not in per_network.index]
+    if missing or not len(subset):
+        raise ValueError(f"on_subset: {missing or 'no networks'} not among {list(per_network.index)}")
+    return float(per_network.mean()) + float(value) - float(per_network.loc[list(subset)].mean())
+
+
+def substituted(per_network: pd.Series, values: dict[str, float]) -> float:
+    """The mean over ``per_network`` with some networks' values replaced by measured ones (the others as they
+    are): a factor measured network by network on some of them."""
+    missing = [n for n in values if n not in per_network.index]
+    if missing:
+        raise ValueError(f"substituted: {missing} not among {list(per_network.index)}")
+    mine = per_network.astype(float).copy()
+    mine.loc[list(values)] = list(values.values())
+    return float(mine.mean())
 
 
 def dtype_shares(names: Sequence[str], scale: str | float = "default", seed: int = 0,

@@ -132,6 +132,37 @@ def test_shape_without_dtype(capsys, tmp_path, files):
     _fails(capsys, tmp_path, [files / "act.npy", "--shape", "10,300"], "--shape", "--dtype")
 
 
+def test_an_empty_shape_is_a_usage_error_not_no_shape(capsys, tmp_path):
+    path = tmp_path / "dump.bin"
+    path.write_bytes(bytes(64))
+    _fails(capsys, tmp_path, [path, "--dtype", "float32", "--shape", ""], "--shape ''", "64,128")
+
+
+def test_all_zero_data_reads_as_all_zero_not_inf(capsys, tmp_path):
+    np.savez(tmp_path / "z.npz", zeros=np.zeros(1024, np.float32), ones=np.ones(1024, np.float32))
+    rc, out, _ = _analyze(capsys, tmp_path / "z.npz")
+    assert rc == 0 and "inf" not in out
+    zeros = next(line for line in out.splitlines() if line.startswith("zeros"))
+    assert zeros.count("all zero") == 5  # every compressor's ideal column
+    np.save(tmp_path / "only.npy", np.zeros(4096, np.float32))
+    rc, out, _ = _analyze(capsys, tmp_path / "only.npy")
+    assert rc == 0 and "inf" not in out and "ideal ratio unbounded (all zero" in out
+    assert _json(capsys, tmp_path / "only.npy")["total"]["ideal bpc32"] is None  # JSON has no infinity
+
+
+def test_structured_dtypes_keep_non_ascii_field_names(capsys, tmp_path):
+    dt = np.dtype([("tempé", "<f4"), ("ß", "<i4"), ("x", "<f4")])
+    np.save(tmp_path / "s.npy", np.arange(192, dtype=np.float32).view(dt))
+    label = str(dt.descr)
+    rc, out, _ = _analyze(capsys, tmp_path / "s.npy", "--out", tmp_path / "s.nc")
+    assert rc == 0 and label in out
+    assert _json(capsys, tmp_path / "s.npy")["allocations"][0]["dtype"] == label
+    import xarray as xr
+
+    with xr.open_dataset(tmp_path / "s.nc") as ds:
+        assert str(ds.dtype.values[0]) == label
+
+
 def test_empty_array(capsys, tmp_path):
     path = tmp_path / "empty.npy"
     np.save(path, np.zeros((0,), np.float32))

@@ -54,3 +54,13 @@ def test_a_frozen_folder_is_read_never_remade(tmp_path: Path) -> None:
         workloads.cached_run("swim", "quick", 0, folder)
     with pytest.raises(ValueError, match="hold no memory-vs-batch measurement of squeezenet"):
         experiments.memory_vs_batch(["squeezenet"], [2, 4], "quick", 0, fixtures.FOLDER, progress=False)
+
+
+def test_a_run_made_in_a_notebook_prints_one_line_not_a_bar(tmp_path: Path, monkeypatch, capsys) -> None:
+    """In a Jupyter kernel (a notebook papermill runs at a scale with no cached runs) a run's step bar would be a
+    text line per refresh in the saved output: a run made there says one line when it is done instead."""
+    monkeypatch.setattr(workloads, "_in_notebook", lambda: True)
+    workloads.cached_run("ostencil", 5, 0, tmp_path)
+    err = capsys.readouterr().err
+    assert err.splitlines() == [next(line for line in err.splitlines() if line.startswith("ran ostencil at scale 5"))]
+    assert "step/s" not in err and "%|" not in err

@@ -8,6 +8,7 @@ True
 
 from __future__ import annotations
 
+import sys
 import warnings
 from pathlib import Path
 
@@ -85,9 +86,20 @@ def cached_run(name: str, scale: str | float = "quick", seed: int = 0, data: str
         json.loads(profile.read_text()).get("code") == get(name).code()
     if regenerate or not current:
         paper = scale == "paper"
-        get(name).run(scale, seed=seed, compressors=PAPER_COMPRESSORS if paper else ALL_COMPRESSORS,
-                      references=() if paper else ("zstd", "lz4")).save(data)
+        quiet = _in_notebook()  # a step bar in a notebook's saved output is a text line per refresh
+        run = get(name).run(scale, seed=seed, compressors=PAPER_COMPRESSORS if paper else ALL_COMPRESSORS,
+                            references=() if paper else ("zstd", "lz4"), progress=False if quiet else None)
+        run.save(data)
+        if quiet:  # one line per finished run instead
+            print(f"ran {name} at scale {scale}, seed {seed}: {len(run.snapshots)} snapshots in {run.seconds:.1f} s",
+                  file=sys.stderr)
     return path
+
+
+def _in_notebook() -> bool:
+    """Whether this process is a Jupyter kernel (a notebook, or one papermill runs)."""
+    shell = sys.modules.get("IPython") and sys.modules["IPython"].get_ipython()
+    return type(shell).__name__ == "ZMQInteractiveShell"
 
 
 #: Why the DL workloads are not registered (torch missing), once :func:`_load` has looked.
