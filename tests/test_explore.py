@@ -1,4 +1,5 @@
-"""The explorer (notebook 00): its widgets, driven from Python, show what analysis, layout and timing compute.
+"""The explorer (notebook 00): its model alone, and its widgets driven from Python, show what analysis, layout and
+timing compute.
 
 Every test reads the committed quick fixtures (no workload runs), so the numbers are the same everywhere.
 """
@@ -167,6 +168,35 @@ def test_layout_view_matches_layout_functions() -> None:
 
 
 def test_screenshot_skips_cleanly_without_chromium(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(explore, "_chromium", lambda: None)
+    monkeypatch.setattr(explore.lab, "_chromium", lambda: None)
     assert explore.screenshot_lab(tmp_path / "lab.png") is None
     assert not (tmp_path / "lab.png").exists()
+
+
+def test_the_model_alone_recomputes_what_a_change_needs(workset) -> None:
+    """No widgets: the model's settings, caches and numbers (what the view draws and the controls set)."""
+    m = explore.Model("md", threshold=0.2)
+    ds, _ = _direct(workset, "bpc32", 0.2, "profile", -1)
+    assert m.numbers["effective ratio"] == pytest.approx(float(ds.effective_ratio.isel(snapshot=-1).item()))
+    before = dict(m.computed)
+    m.set(threshold=0.4, link="NVLink4", policy="global", bandwidth_credit=True)  # layout and timing only
+    assert m.computed == before and m.slowdown.link == "NVLink4" and m.slowdown.bandwidth_credit
+    m.set(snapshot=0)
+    assert m.computed == {"histograms": before["histograms"], "replays": before["replays"] + 1}
+    with pytest.raises(ValueError, match="compressor 'nope'"):
+        m.set(compressor="nope")
+    with pytest.raises(ValueError, match="snapshot 99"):
+        m.set(snapshot=99)
+    with pytest.raises(TypeError, match="colour"):
+        m.set(colour="red")
+    assert m.settings["snapshot"] == 0 and m.settings["threshold"] == 0.4  # a refused change changes nothing
+    assert "slowdown vs ideal GPU" in m.text() and m.timings[-1]["total"] >= m.timings[-1]["layout"]
+
+
+def test_the_view_draws_a_model_and_the_controls_set_it(explorer) -> None:
+    fig = explore.draw(explorer.model.view, explorer.model.slowdown)
+    assert len(fig.axes) == len(explorer.figure.axes) > 1
+    explorer.controls["threshold"].value = 0.1
+    explorer.controls["accounting"].value = True
+    assert explorer.model.settings["threshold"] == 0.1 and explorer.model.settings["bandwidth_credit"] is True
+    assert explorer.numbers is explorer.model.numbers and "draw" in explorer.timings[-1]
