@@ -14,7 +14,7 @@ def _bench(args: argparse.Namespace) -> int:
 
     import pandas as pd
 
-    from buddylib import bench
+    from buddylib.report import bench
 
     out = Path(args.out)
     df = bench.run(mib=args.mib, repeat=args.repeat, seed=args.seed)
@@ -50,11 +50,12 @@ FLOAT16_CODES = {"bfloat16": "ebo-bf16", "float16": "ebo-fp16"}
 def _analyze(args: argparse.Namespace) -> int:
     import json
 
-    from buddylib import analysis, readers
+    from buddylib import analysis
     from buddylib.compressors import DEFAULT_COMPRESSORS
     from buddylib.compressors import names as compressor_names
-    from buddylib.readers import human_bytes
     from buddylib.snapshot import Snapshot
+    from buddylib.userdata import readers
+    from buddylib.userdata.readers import human_bytes
 
     shape = _parse_shape(args.shape) if args.shape is not None else None
     if shape is not None and args.dtype is None:
@@ -219,13 +220,13 @@ def _check_out(out: Path, inputs: list[Path]) -> None:
 
 def _run_timing(path: Path, compressor: str, threshold: float) -> dict:
     """For a saved run with an access profile beside it: the timing model's slowdown of one step at the paper's
-    headline GPU and link, and, for a recording of a user's model (:mod:`buddylib.capture`), what it could not
+    headline GPU and link, and, for a recording of a user's model (:mod:`buddylib.userdata.capture`), what it could not
     see and the CUDA allocator's bytes."""
     import json
 
     from buddylib import paper
-    from buddylib.readers import human_bytes
     from buddylib.timing import model as tm
+    from buddylib.userdata.readers import human_bytes
 
     profile = path.with_suffix(".profile.json")
     if not profile.exists():
@@ -323,7 +324,7 @@ def _format_table(table, total) -> str:
     """The allocations, a rule, and the totals (below the rule, so an allocation named TOTAL is no clash)."""
     import pandas as pd
 
-    from buddylib.readers import human_bytes
+    from buddylib.userdata.readers import human_bytes
 
     t = pd.concat([table, total.to_frame("TOTAL").T.rename_axis(table.index.name)])
     for col in ("bytes", "device bytes", "buddy bytes"):
@@ -348,7 +349,7 @@ def _parse_shape(text: str) -> tuple[int, ...]:
 
 def _workloads(args: argparse.Namespace) -> int:
     from buddylib import workloads
-    from buddylib.readers import human_bytes
+    from buddylib.userdata.readers import human_bytes
 
     if args.action == "list":
         for name in workloads.names():
@@ -370,7 +371,8 @@ def _workloads(args: argparse.Namespace) -> int:
 def _capture(args: argparse.Namespace) -> int:
     import tempfile
 
-    from buddylib import capture, fixtures
+    from buddylib.studies import fixtures
+    from buddylib.userdata import capture
 
     if args.out is None and args.check is None:
         raise ValueError("buddy capture: give --out PATH (.nc or .zarr) to save the recording, or --check PATH")
@@ -395,7 +397,7 @@ def _capture(args: argparse.Namespace) -> int:
 
 
 def _fixtures(args: argparse.Namespace) -> int:
-    from buddylib import fixtures
+    from buddylib.studies import fixtures
 
     args.folder = args.folder or fixtures.FOLDER
     if args.check:
@@ -410,7 +412,7 @@ def _fixtures(args: argparse.Namespace) -> int:
 
 
 def _summaries(args: argparse.Namespace) -> int:
-    from buddylib import summaries
+    from buddylib.studies import remake, summaries
 
     folder = Path(args.folder) if args.folder else None
     names = args.names or None
@@ -418,7 +420,7 @@ def _summaries(args: argparse.Namespace) -> int:
     if args.check:
         import pandas as pd
 
-        report = summaries.check(names, args.scale, folder=folder, studies=studies)
+        report = remake.check(names, args.scale, folder=folder, studies=studies)
         with pd.option_context("display.width", 200, "display.max_colwidth", 60):
             print(report.to_string())
         bad = [f"{n}@{s}" + ("" if st == "run" else f" {st}") for n, s, st in report.index[~report.ok]]
@@ -427,7 +429,7 @@ def _summaries(args: argparse.Namespace) -> int:
               f"{summaries.STUDY_TOLERANCE:g})"
               + (f"; differ: {', '.join(bad)}" if bad else ""))
         return 1 if bad else 0
-    for p in summaries.generate(names, args.scale, folder=folder, studies=studies):
+    for p in remake.generate(names, args.scale, folder=folder, studies=studies):
         s = summaries.load(p)
         print(f"{s['workload']} at {s['scale']}{'' if s.get('study', 'run') == 'run' else ' ' + s['study']}: "
               f"{s['seconds']:.0f} s, peak {s['peak_rss_bytes'] / 2**30:.1f} GiB -> {p}")
@@ -437,7 +439,7 @@ def _summaries(args: argparse.Namespace) -> int:
 def _llm(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from buddylib import llm
+    from buddylib.studies import llm
 
     if args.check:
         report = llm.check_committed(args.scale, args.seed)
@@ -456,7 +458,7 @@ def _llm(args: argparse.Namespace) -> int:
 
 
 def _reproduce(args: argparse.Namespace) -> int:
-    from buddylib import reproduce
+    from buddylib.report import reproduce
 
     if args.scheduler not in (None, "serial"):
         _client(args.scheduler).close()  # now, not after the benchmark's minutes
@@ -494,7 +496,7 @@ def _parser() -> argparse.ArgumentParser:
 
     from buddylib.compressors import DEFAULT_COMPRESSORS
     from buddylib.layout import DEFAULT_THRESHOLD, POLICIES, TARGETS
-    from buddylib.readers import MAX_BYTES
+    from buddylib.userdata.readers import MAX_BYTES
 
     a = sub.add_parser("analyze", help="capacity a GPU would gain on your arrays, per allocation",
                        description="Read arrays (.npy, .npz, .safetensors, .pt/.pth, zarr, raw dumps "
@@ -540,8 +542,8 @@ def _parser() -> argparse.ArgumentParser:
     wr.set_defaults(func=_workloads)
 
     c = sub.add_parser("capture", help="record your own PyTorch model's training (or inference) steps",
-                       description="Run SCRIPT under buddylib.capture.Recorder and save what a GPU would hold at "
-                                   "each step (snapshots) and how the step reads it (access profile), as `buddy "
+                       description="Run SCRIPT under buddylib.userdata.capture.Recorder and save what a GPU would hold "
+                                   "at each step (snapshots) and how the step reads it (access profile), as `buddy "
                                    "workloads run` saves a run: `buddy analyze` and notebooks 00 and 08 read it. "
                                    "SCRIPT defines `model` (an nn.Module), `loop()` (runs the steps, calling model) "
                                    "and optionally `optimizer` (training; without it, inference) and `loss_fn` "

@@ -1,7 +1,7 @@
 """Where a notebook's figures and tidy data go: PNG + SVG, CSV + netCDF, under ``out_dir``.
 
 With ``out_dir=None`` (interactive use, nbval) nothing is written. The report that links
-them is written by :mod:`buddylib.reproduce` and :mod:`buddylib.index_page`.
+them is written by :mod:`buddylib.report.reproduce` and :mod:`buddylib.report.index_page`.
 """
 
 from __future__ import annotations

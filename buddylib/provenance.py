@@ -12,7 +12,7 @@ floats, a whole-tensor peer) remakes none. Every digest is of the code, not the 
 out (:func:`normalized_source`), so documenting a module never invalidates a cached or committed result.
 
 The exception is a *frozen* folder, one holding a :data:`MANIFEST` (the committed fixtures,
-:mod:`buddylib.fixtures`): its runs are read as they are and never remade in place, because
+:mod:`buddylib.studies.fixtures`): its runs are read as they are and never remade in place, because
 remaking them on another CPU would give other bytes; a test checks them against a fresh run.
 """
 
@@ -21,13 +21,17 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import platform
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 PACKAGE = Path(__file__).resolve().parent
 #: Source the bytes and sectors of a saved workload run depend on.
 RUN_SOURCES = ("workloads", "compressors", "entries.py", "snapshot.py")
 #: ... and what analysing a run (placement, timing) adds.
-ANALYSIS_SOURCES = (*RUN_SOURCES, "analysis.py", "layout.py", "timing", "experiments.py")
+ANALYSIS_SOURCES = (*RUN_SOURCES, "analysis.py", "layout.py", "timing", "studies/experiments.py")
 #: What analysing a run adds to the code that made it (:data:`ANALYSIS_SOURCES` without the runs' sources).
 ANALYSIS_ONLY = tuple(p for p in ANALYSIS_SOURCES if p not in RUN_SOURCES)
 #: What every workload's run depends on besides its own modules and the compressors it records
@@ -36,11 +40,19 @@ WORKLOAD_BASE = ("workloads/base.py", "entries.py", "snapshot.py")
 #: Modules a workload's imports reach that decide nothing of its bytes: the registries (importing one
 #: imports every workload of its suite) and the package's own ``__init__``.
 _NOT_FOLLOWED = ("__init__.py", "workloads/__init__.py", "workloads/hpc/__init__.py", "workloads/dl/__init__.py",
+                 "workloads/_registry.py",
                  "compressors/__init__.py")  # its part in a run is the registrations (:func:`_registrations`)
+#: Names that moved to another module without a change to what runs: a module importing one from its new home
+#: has the digest it had importing it from the old, so no committed result made before the move is stale for it.
+MOVED = {"buddylib.workloads._registry": "buddylib.workloads"}  # ``register``, moved to break an import cycle
 
 
 #: The file that marks a folder of runs as frozen, and says how and where they were made.
 MANIFEST = "MANIFEST.json"
+#: This checkout's data folder; the committed quick-scale fixtures in it (frozen), and their scale and seed.
+DATA = PACKAGE.parent / "data"
+FIXTURES = DATA / "fixtures" / "quick"
+FIXTURE_SCALE, FIXTURE_SEED = "quick", 0
 
 
 def frozen(folder: str | Path) -> bool:
@@ -69,13 +81,16 @@ def code_version(*parts: str) -> str:
 @functools.lru_cache(maxsize=512)
 def normalized_source(text: str) -> str:
     r"""What of a module's source is code: its syntax tree without docstrings (comments are not in it),
-    without line numbers; the same for any two texts that differ only in docstrings, comments or layout.
+    without line numbers, names imported from their :data:`MOVED` home spelt as before; the same for any two
+    texts that differ only in docstrings, comments, layout or such a move.
 
     >>> normalized_source("def f():  # one\n    'Doc.'\n    return 1") == normalized_source("def f(): return 1")
     True
     """
     tree = ast.parse(text)
     for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module in MOVED:
+            node.module = MOVED[node.module]
         body = getattr(node, "body", None)
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body and \
                 isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and \
@@ -188,3 +203,44 @@ def _module_file(dotted: str) -> str | None:
     if (path / "__init__.py").is_file():
         return str((path / "__init__.py").relative_to(PACKAGE))
     return None
+
+
+def machine() -> dict[str, Any]:
+    """What decides a workload's bytes on this machine: CPU, C library, and the kernels numpy, torch
+    and numba pick for it."""
+    import llvmlite.binding as llvm
+    import numba
+
+    try:
+        from numpy._core import _multiarray_umath as umath
+    except ImportError:  # numpy < 2
+        from numpy.core import _multiarray_umath as umath
+    out: dict[str, Any] = {
+        "cpu": _cpuinfo("model name"), "arch": platform.machine(), "libc": " ".join(platform.libc_ver()),
+        "fma_avx2": fma_avx2(),
+        "numpy_simd": [f for f in umath.__cpu_dispatch__ if umath.__cpu_features__.get(f)],
+        "numba_cpu": numba.config.CPU_NAME or llvm.get_host_cpu_name(),
+        "numpy": np.__version__, "numba": numba.__version__, "python": platform.python_version(),
+    }
+    try:
+        import torch
+
+        out |= {"torch": torch.__version__, "torch_cpu_capability": torch.backends.cpu.get_cpu_capability()}
+    except ImportError:
+        out["torch"] = None
+    return out
+
+
+def fma_avx2() -> bool:
+    """Whether this CPU has FMA and AVX2, the condition under which glibc picks its FMA builds of
+    exp, log, sin, cos, tanh... (other builds round some results differently)."""
+    flags = set(_cpuinfo("flags").split())
+    return {"fma", "avx2"} <= flags
+
+
+def _cpuinfo(key: str) -> str:
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return ""
+    return next((ln.split(":", 1)[1].strip() for ln in lines if ln.split(":", 1)[0].strip() == key), "")

@@ -6,7 +6,7 @@ fraction of a second). A test session on every core (pytest-xdist) or ``buddy re
 workers) starts several processes at once; without a warm-up each would compile the same kernels
 from a cold cache, once per worker. :func:`warm` calls each kernel once on a tiny input, with exactly
 the argument types the library passes, so that it runs once before the workers start and they only
-load (``conftest.py``, :func:`buddylib.reproduce.run`).
+load (``conftest.py``, :func:`buddylib.report.reproduce.run`).
 
 :func:`compile_times` measures each kernel's cold compile time in a fresh process with an empty
 ``NUMBA_CACHE_DIR`` (``make bench`` reports it): compile time is what a newcomer pays once per clone.
@@ -127,7 +127,7 @@ def warm(processes: int | None = None) -> float:
 
     Once per cache in a tree of processes: it marks the environment (:data:`WARMED`), which the processes
     started after it inherit (xdist's workers, dask's, papermill's kernels), so a call in one of them (e.g.
-    :func:`buddylib.reproduce.run` inside a test) returns at once instead of starting its processes again
+    :func:`buddylib.report.reproduce.run` inside a test) returns at once instead of starting its processes again
     to find every kernel cached."""
     key = _cache_key()
     if os.environ.get(WARMED) == key:

@@ -156,7 +156,8 @@ print(numba.threading_layer(), float(ds.ideal_ratio_total.sel(compressor="bpc32"
 def test_constants_have_one_home() -> None:
     """A run records every registered compressor but the 16-bit floats' codes (computed where named); an analysis
     defaults to the paper's five and threshold."""
-    from buddylib import compressors, experiments, layout, paper
+    from buddylib import compressors, layout, paper
+    from buddylib.studies import experiments
 
     assert [*compressors.ALL_COMPRESSORS, *compressors.FLOAT16_COMPRESSORS] == compressors.names()
     assert set(compressors.DEFAULT_COMPRESSORS) < set(compressors.ALL_COMPRESSORS)

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from buddylib.fidelity import attribution, on_subset, substituted
+from buddylib.studies.fidelity import attribution, on_subset, substituted
 
 
 def test_rows_are_changes_from_one_baseline_and_shares_of_the_gap() -> None:

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from buddylib import bench
 from buddylib.compressors import abc
+from buddylib.report import bench
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
-"""The public recorder (:mod:`buddylib.capture`): a user's own model and loop give what the built-in runs give."""
+"""The public recorder (:mod:`buddylib.userdata.capture`): a user's own model and loop give what the built-in runs
+give."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 from torch.nn import functional as F  # noqa: E402
 
-from buddylib import capture, explore, fixtures, workloads  # noqa: E402
+from buddylib import explore, workloads  # noqa: E402
 from buddylib.cli import main  # noqa: E402
+from buddylib.studies import fixtures  # noqa: E402
 from buddylib.timing import model as tm  # noqa: E402
+from buddylib.userdata import capture  # noqa: E402
 from buddylib.workloads.base import footprint_bytes  # noqa: E402
 from buddylib.workloads.dl.base import HalfMatmulsInFloat  # noqa: E402
 

@@ -245,8 +245,8 @@ def test_table(capsys, files):
     for a in doc["allocations"]:
         row = rows[a["allocation"]]
         for c in ("bpc32", "bpc64", "bdi", "fpc", "zvc"):
-            ideal = a[f"ideal {c}"]  # all zeros: infinitely compressible, null in JSON
-            assert ("inf" if ideal is None else f"{ideal:.3f}") in row, (a["allocation"], c)
+            ideal = a[f"ideal {c}"]  # all zeros: no sector at all, "all zero" in the table, null in JSON
+            assert ("all" if ideal is None else f"{ideal:.3f}") in row, (a["allocation"], c)
         assert row[-1] == f"{a['effective']:.3f}"
     assert rows["TOTAL"][-1] == f"{doc['total']['effective']:.3f}"
     assert lines[-1].startswith(f"effective ratio {doc['total']['effective']:.3f}x with {COMPRESSOR}")

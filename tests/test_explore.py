@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from buddylib import analysis, explore, fixtures, layout, timing
+from buddylib import analysis, explore, layout, timing
+from buddylib.studies import fixtures
 from buddylib.timing import model as tm
 
 RUN = fixtures.FOLDER / "md-quick-s0.nc"

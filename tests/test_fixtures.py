@@ -2,7 +2,7 @@
 
 That this machine makes them too is checked with each workload's quick run in tests/test_workloads.py
 (``test_same_seed_same_bytes``): HPC bit for bit against the fixtures' digests, DL by the fixture check
-(:func:`buddylib.fixtures.check`), whose run is also the second run of the same seed there.
+(:func:`buddylib.studies.fixtures.check`), whose run is also the second run of the same seed there.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from buddylib import experiments, fixtures, workloads
+from buddylib import workloads
 from buddylib.provenance import MANIFEST, frozen
+from buddylib.studies import experiments, fixtures
 
 MADE = json.loads((fixtures.FOLDER / MANIFEST).read_text())
 

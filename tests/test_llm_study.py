@@ -1,4 +1,4 @@
-"""Notebook 10's arithmetic (:mod:`buddylib.llm`) on small hand-made numbers: the capacity question and the
+"""Notebook 10's arithmetic (:mod:`buddylib.studies.llm`) on small hand-made numbers: the capacity question and the
 kernel-scale replay of the timing model."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from buddylib import llm
 from buddylib.snapshot import Allocation, Snapshot
+from buddylib.studies import llm
 from buddylib.timing import gpu
 from buddylib.workloads import Access, AccessProfile, Kernel
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from buddylib import llm, workloads
+from buddylib import workloads
 from buddylib.compressors import get as get_compressor
+from buddylib.studies import llm
 
 torch = pytest.importorskip("torch")
 if "minilm_kv" not in workloads.names("llm"):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import xarray as xr
 
-from buddylib import pipeline, reproduce
+from buddylib.report import pipeline, reproduce
 
 
 @pytest.fixture(scope="module")
@@ -202,7 +202,7 @@ def test_scaleout_page_states_the_speedup_and_the_goal(tmp_path: Path) -> None:
 
     import pandas as pd
 
-    from buddylib import bench
+    from buddylib.report import bench
 
     runs = pd.DataFrame({"workers": [1, 2, 1, 2], "repeat": [0, 0, 1, 1], "tasks": 15, "scale": "quick",
                          "load_1min": 0.5, "seconds": [40.0, 21.0, 42.0, 23.0], "busy": [39.0, 40.0, 41.0, 42.0],
@@ -222,7 +222,8 @@ def test_scaleout_page_states_the_speedup_and_the_goal(tmp_path: Path) -> None:
 
 def test_an_hpc_task_does_not_import_torch() -> None:
     """Every dask worker pays its imports: one that runs HPC proxies only is spared torch's (2 CPU-seconds)."""
-    code = ("import sys; from buddylib import pipeline, workloads; workloads.names('hpc'); workloads.get('ostencil'); "
+    code = ("import sys; from buddylib import workloads; from buddylib.report import pipeline; "
+            "workloads.names('hpc'); workloads.get('ostencil'); "
             "print('torch' in sys.modules, len(workloads.names()) > len(workloads.names('hpc')), "
             "'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()

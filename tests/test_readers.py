@@ -1,4 +1,4 @@
-"""buddylib.readers: every format reads back exactly the bytes its file holds."""
+"""buddylib.userdata.readers: every format reads back exactly the bytes its file holds."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from buddylib import readers
+from buddylib.userdata import readers
 
 
 def _bytes(alloc) -> bytes:

@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from buddylib import index_page, paper
+from buddylib import paper
+from buddylib.report import index_page
 
 LAPTOP_WIDTH = 1366
 

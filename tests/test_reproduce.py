@@ -8,8 +8,9 @@ import pandas as pd
 import pytest
 import xarray as xr
 
-from buddylib import analysis, paper, reproduce, snapshot
+from buddylib import analysis, paper, snapshot
 from buddylib.cli import main
+from buddylib.report import reproduce
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +55,7 @@ def test_pipeline_small(small_run: Path) -> None:
 def test_small_run_page(small_run: Path, capsys) -> None:
     """The page's links all resolve; it is rendered again, unchanged, from the results saved beside it; the
     run's step times are there for the next run's estimate."""
-    from buddylib import index_page
+    from buddylib.report import index_page
 
     out = small_run / "reports"
     assert index_page.broken_links(out) == []
@@ -80,7 +81,8 @@ def test_workloads_cli(tmp_path: Path, capsys) -> None:
 def test_cached_results_write_back_whole_names(tmp_path: Path) -> None:
     """A result read from its cache and written again keeps every workload name whole (a stale
     2-character string encoding from 'bt' once cut 'cloverleaf' to 'cl')."""
-    from buddylib import experiments, outputs
+    from buddylib import outputs
+    from buddylib.studies import experiments
 
     names = ["bt", "cloverleaf"]
     experiments.slowdowns(names, "quick", data=tmp_path / "data", progress=False)  # computes, caches
@@ -93,7 +95,8 @@ def test_caches_made_by_other_code_are_recomputed(tmp_path: Path, monkeypatch) -
     """A cached run or slowdown made before the code changed is never reused (it would be a stale number)."""
     import json
 
-    from buddylib import experiments, workloads
+    from buddylib import workloads
+    from buddylib.studies import experiments
 
     data = tmp_path / "data"
     path = workloads.cached_run("ostencil", "quick", data=data)

@@ -1,5 +1,5 @@
 """The committed summaries of the slow DL studies (issue 22, item 3): the paper's six networks at paper scale
-and the training-maturity, optimizer and framework studies, read by :mod:`buddylib.fidelity` instead of run,
+and the training-maturity, optimizer and framework studies, read by :mod:`buddylib.studies.fidelity` instead of run,
 and checked within a tolerance.
 
 No test here runs a paper-scale network or a 480-step study: the committed files are checked for consistency
@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from buddylib import experiments, fidelity, fixtures, reproduce, summaries, workloads
+from buddylib import workloads
+from buddylib.report import reproduce
+from buddylib.studies import experiments, fidelity, fixtures, remake, summaries
 
 pytestmark = pytest.mark.skipif("alexnet" not in workloads.names("dl"), reason="torch is not installed")
 
@@ -201,20 +203,20 @@ def test_check_compares_a_dl_summary_within_the_tolerance(quick_alexnet: tuple[P
     def remade(names, scales, seed, out, studies):
         return [summaries.write(kept if studies == ["run"] else study, out)]
 
-    monkeypatch.setattr(summaries, "generate", remade)
-    report = summaries.check(["alexnet"], ["quick"], folder=tmp_path / "far")
+    monkeypatch.setattr(remake, "generate", remade)
+    report = remake.check(["alexnet"], ["quick"], folder=tmp_path / "far")
     run, mat = report.loc[("alexnet", "quick", "run")], report.loc[("alexnet", "quick", "maturity")]
     assert not run.ok and run.max_rel_change > summaries.DL_TOLERANCE and not run.exact_expected
     assert run.tolerance == summaries.DL_TOLERANCE and run.code_equal and run.digest_equal
     assert mat.ok and summaries.DL_TOLERANCE < mat.max_rel_change <= summaries.STUDY_TOLERANCE
-    assert summaries.check(["alexnet"], ["quick"], folder=folder).ok.all()  # the same run: bit for bit
+    assert remake.check(["alexnet"], ["quick"], folder=folder).ok.all()  # the same run: bit for bit
 
 
 def test_reproduce_schedules_no_committed_study(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """make reproduce reads the committed studies: no paper-scale run, a maturity task only for a network
     whose study is not committed, and an HPC run at 32 MiB only for a proxy without a committed summary there
     (quick runs always: they are cheap and notebook 09 reads them with the rest)."""
-    from buddylib import pipeline
+    from buddylib.report import pipeline
 
     seen: list[pipeline.Task] = []
     monkeypatch.setattr(pipeline, "run_all", lambda tasks, *a, **k: seen.extend(tasks) or {})
@@ -231,7 +233,7 @@ def test_reproduce_schedules_no_committed_study(tmp_path: Path, monkeypatch: pyt
 
 
 def test_provenance_lists_every_committed_summary() -> None:
-    table = summaries.provenance()
+    table = remake.provenance()
     assert len(table) == len(summaries.committed())
     assert {"used by", "code", "code current", "made", "machine", "run s"} <= set(table.columns)
     assert any(i.startswith("alexnet, paper scale") for i in table.index)

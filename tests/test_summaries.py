@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from buddylib import cli, experiments, fidelity, fixtures, paper, provenance, summaries, workloads
+from buddylib import cli, paper, provenance, workloads
+from buddylib.studies import experiments, fidelity, fixtures, summaries
 
 HPC = workloads.names("hpc")
 

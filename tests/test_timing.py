@@ -168,7 +168,8 @@ def test_without_bandwidth_credit_buddy_never_beats_the_ideal_gpu(kernels, targe
 
 def test_no_fixture_workload_beats_the_ideal_gpu_without_credit() -> None:
     """The same property on every committed workload, over the whole sweep."""
-    from buddylib import experiments, fixtures, workloads
+    from buddylib import workloads
+    from buddylib.studies import experiments, fixtures
 
     names = [n for s in fixtures.SUITES for n in workloads.names(s)]
     slow = experiments.slowdowns(names, "quick", data=fixtures.FOLDER, progress=False).slowdown

@@ -10,10 +10,11 @@ import sys
 import numpy as np
 import pytest
 
-from buddylib import experiments, fixtures, workloads
+from buddylib import workloads
 from buddylib.compressors import get as get_compressor
 from buddylib.provenance import MANIFEST
 from buddylib.snapshot import KINDS
+from buddylib.studies import experiments, fixtures
 from buddylib.workloads.base import QUICK_LIMIT
 
 SUITES = {suite: workloads.names(suite) for suite in fixtures.SUITES}
@@ -102,8 +103,8 @@ def _bytes(tensors) -> int:
 class _DL(_EveryWorkload):
     def test_same_seed_same_bytes(self, quick_run: workloads.Run, monkeypatch: pytest.MonkeyPatch) -> None:
         """The same seed gives the same bytes: those of a second run here. That second run is the fixture check's
-        (:func:`buddylib.fixtures.check`): remade here, the run (and its mini-batch measurement, for the networks
-        of notebook 07) holds the committed fixture's allocations, with ideal ratios (device bytes) within the
+        (:func:`buddylib.studies.fixtures.check`): remade here, the run (and its mini-batch measurement, for the
+        networks of notebook 07) holds the committed fixture's allocations, with ideal ratios (device bytes) within the
         stated tolerance. (PyTorch's kernels differ per instruction set: not the fixture's bytes.)"""
         import torch
 
@@ -242,7 +243,8 @@ def test_without_torch_the_dl_workloads_are_left_out_with_a_warning() -> None:
     code = """
 import sys, warnings
 sys.modules["torch"] = None  # import torch now fails, as where it is not installed
-from buddylib import experiments, fixtures, workloads
+from buddylib import workloads
+from buddylib.studies import experiments, fixtures
 with warnings.catch_warnings(record=True) as seen:
     warnings.simplefilter("always")
     names = workloads.names()

@@ -39,7 +39,7 @@ def screenshot_lab(out_png: str | Path, notebook: str | Path | None = None, exec
     out_png = Path(out_png).absolute()
     if not out_png.parent.is_dir():
         raise ValueError(f"screenshot_lab: folder {out_png.parent} does not exist")
-    notebook = Path(notebook) if notebook else Path(__file__).resolve().parents[1] / "notebooks" / "00_explore.ipynb"
+    notebook = Path(notebook) if notebook else Path(__file__).resolve().parents[2] / "notebooks" / "00_explore.ipynb"
     with tempfile.TemporaryDirectory(prefix="buddy-lab-") as tmp:
         copy = Path(tmp) / notebook.name
         _prepare_notebook(notebook, copy, clear=execute)

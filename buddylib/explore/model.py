@@ -21,11 +21,12 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from buddylib import analysis, layout, readers, snapshot
+from buddylib import analysis, layout, snapshot
 from buddylib.entries import ENTRY_BYTES, SECTOR_BYTES
 from buddylib.snapshot import Snapshot
 from buddylib.timing import LINKS, gpu, link
 from buddylib.timing import model as tm
+from buddylib.userdata import readers
 
 # ---------------------------------------------------------------------------------------
 # sources: a built-in workload's saved run, a run file, or a user's arrays
@@ -45,8 +46,9 @@ class Source:
 def builtin_names(scale: str | float = "quick", seed: int = 0, data_dir: str | Path | None = None) -> list[str]:
     """Built-in workloads on offer: those of the committed fixtures at quick scale and seed 0 (the same list on
     every machine), else every registered one that can run here."""
-    from buddylib import experiments, workloads
+    from buddylib import workloads
     from buddylib.provenance import MANIFEST, frozen
+    from buddylib.studies import experiments
 
     folder = experiments.data_folder(scale, seed, data_dir)
     if frozen(folder):
@@ -60,7 +62,8 @@ def load_source(workload: str, scale: str | float = "quick", seed: int = 0,
                 data_dir: str | Path | None = None) -> Source:
     """A built-in workload's run (made and cached if missing), or a file: a run saved by the suite (with its
     access profile if one lies beside it) or arrays read by the same readers as ``buddy analyze``."""
-    from buddylib import experiments, workloads
+    from buddylib import workloads
+    from buddylib.studies import experiments
 
     if workload in builtin_names(scale, seed, data_dir):
         path = workloads.cached_run(workload, scale, seed, experiments.data_folder(scale, seed, data_dir))

@@ -12,15 +12,8 @@ import sys
 import warnings
 from pathlib import Path
 
+from buddylib.workloads._registry import _REGISTRY, register
 from buddylib.workloads.base import SCALES, Access, AccessProfile, Kernel, Run, Workload, footprint_bytes
-
-_REGISTRY: dict[str, type[Workload]] = {}
-
-
-def register(cls: type[Workload]) -> type[Workload]:
-    """Class decorator: make ``cls`` available by its ``name``."""
-    _REGISTRY[cls.name] = cls
-    return cls
 
 
 def get(name: str) -> Workload:

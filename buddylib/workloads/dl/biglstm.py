@@ -40,7 +40,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from buddylib.workloads import register
+from buddylib.workloads._registry import register
 from buddylib.workloads.base import SCALES
 from buddylib.workloads.dl.base import QUICK_LIMIT, TorchWorkload
 from buddylib.workloads.dl.data import word_batch

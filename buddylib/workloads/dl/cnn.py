@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from buddylib.workloads import register
+from buddylib.workloads._registry import register
 from buddylib.workloads.base import SCALES
 from buddylib.workloads.dl.base import QUICK_LIMIT, Add, Concat, TorchWorkload, scaled, width_factor
 from buddylib.workloads.dl.data import PHOTOS, image_crops

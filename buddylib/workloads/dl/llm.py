@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from buddylib.workloads import register
+from buddylib.workloads._registry import register
 from buddylib.workloads.base import QUICK_LIMIT, SCALES, Access, AccessProfile, Kernel, Workload
 from buddylib.workloads.dl import minilm
 from buddylib.workloads.dl.base import HalfMatmulsInFloat, deterministic_torch, to_numpy

@@ -28,7 +28,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from buddylib.workloads import register
+from buddylib.workloads._registry import register
 from buddylib.workloads.dl.base import QUICK_LIMIT, Add, TorchWorkload, scaled, width_factor
 from buddylib.workloads.dl.data import VOCAB, text_batch
 

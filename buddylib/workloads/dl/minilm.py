@@ -54,7 +54,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from buddylib.workloads import register
+from buddylib.workloads._registry import register
 from buddylib.workloads.base import QUICK_LIMIT, SCALES, AccessProfile, Kernel
 from buddylib.workloads.dl import weights
 from buddylib.workloads.dl.base import TracedWorkload, _ptr, _Tracer, deterministic_torch, to_numpy

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from buddylib.workloads import register
+from buddylib.workloads._registry import register
 from buddylib.workloads.dl.cnn import ResNet50Training
 from buddylib.workloads.dl.lm import TransformerTraining
 

@@ -50,7 +50,7 @@ from typing import ClassVar
 
 import numba as nb
 
-from buddylib.workloads import register
+from buddylib.workloads._registry import register
 from buddylib.workloads.base import Access, Kernel, grid_kernel
 from buddylib.workloads.hpc._adi import ADI, C1, C2, C3C4, C1345, CON43, DCOEF, line, sweep
 

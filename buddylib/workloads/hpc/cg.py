@@ -55,7 +55,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from buddylib.workloads import register
+from buddylib.workloads._registry import register
 from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload
 from buddylib.workloads.hpc._nas import A, randlc
 

@@ -53,7 +53,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from buddylib.workloads import register
+from buddylib.workloads._registry import register
 from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload, grid_kernel, threads_for
 
 #: array index of the first interior cell in x and y (CloverLeaf's x_min with a two-deep halo)

@@ -48,7 +48,7 @@ import math
 import numba as nb
 import numpy as np
 
-from buddylib.workloads import register
+from buddylib.workloads._registry import register
 from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload
 from buddylib.workloads.hpc._nas import A, power, randlc
 

@@ -84,7 +84,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from buddylib.workloads import register
+from buddylib.workloads._registry import register
 from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload
 from buddylib.workloads.hpc import _libm
 

@@ -78,7 +78,7 @@ import math
 import numba as nb
 import numpy as np
 
-from buddylib.workloads import register
+from buddylib.workloads._registry import register
 from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload, grid_kernel, threads_for
 
 # LULESH Domain constants

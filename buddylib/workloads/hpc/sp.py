@@ -56,7 +56,7 @@ from typing import ClassVar
 
 import numba as nb
 
-from buddylib.workloads import register
+from buddylib.workloads._registry import register
 from buddylib.workloads.base import Access, Kernel, grid_kernel
 from buddylib.workloads.hpc._adi import ADI, BT, C1C5, C2, C2IV, C3C4, CON43, DCOEF, DSSP, line, sweep
 

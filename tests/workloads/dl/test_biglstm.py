@@ -109,7 +109,7 @@ def test_profile_gathers_the_tables(run: workloads.Run) -> None:
 def test_adam_instead_of_the_recipe(tmp_path) -> None:
     """The optimizer study trains with Adam (SparseAdam for the sparse tables): the same allocations but the two
     moments in place of Adagrad's accumulators, untouched rows' moments exactly 0; its result is cached."""
-    from buddylib import fidelity
+    from buddylib.studies import fidelity
 
     w = workloads.get("biglstm")
     w.adam = True

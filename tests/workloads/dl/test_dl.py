@@ -54,7 +54,7 @@ def test_real_images_and_text() -> None:
 
 
 def test_memory_vs_batch_scales_per_sample_and_is_cached(tmp_path) -> None:
-    from buddylib.experiments import largest_batch, memory_vs_batch
+    from buddylib.studies.experiments import largest_batch, memory_vs_batch
 
     ds = memory_vs_batch(["squeezenet"], [2, 4, 8], "quick", data=tmp_path, steps=1, progress=False)
     kb = ds.kind_bytes.sel(workload="squeezenet")
@@ -83,7 +83,7 @@ def test_memory_vs_batch_scales_per_sample_and_is_cached(tmp_path) -> None:
 def test_largest_batch_by_hand() -> None:
     import xarray as xr
 
-    from buddylib.experiments import largest_batch
+    from buddylib.studies.experiments import largest_batch
 
     batch = np.array([8, 16, 32, 64])
     fixed, per = 1000.0, 100.0

@@ -561,8 +561,8 @@ def run_dask(workdir: Path, gib: float = 2.0, workers: tuple[int, ...] = (1, 2))
     """analyze() on a file through dask LocalClusters of 1 and 2 single-threaded workers."""
     from distributed import Client, LocalCluster
 
-    from buddylib import readers
     from buddylib.analysis import analyze
+    from buddylib.userdata import readers
 
     path = write_mixed(workdir / "dask.npy", int(gib * (1 << 30)))
     allocations = readers.read(path)
@@ -624,7 +624,8 @@ def run_scaleout(workdir: Path, scale: str | float = "quick", workers: tuple[int
 
     from distributed import Client
 
-    from buddylib import pipeline, workloads
+    from buddylib import workloads
+    from buddylib.report import pipeline
 
     tasks = pipeline.generation_tasks(scale, workloads.names("hpc"))
     with pipeline.local_cluster(max(workers)) as cluster:

@@ -5,7 +5,7 @@ Steps: the compressor study (SPEC §2) on built-in data, the HPC effective ratio
 (SPEC §4) as tidy data, then every notebook at the same scale (SPEC §6; the figures are the
 notebooks'), then the index. Workload snapshots are cached in ``data/`` and reused unless
 ``regenerate`` is set. The slow studies (paper-scale networks, the 480-step maturity study, the HPC
-proxies at gigabyte scale) are not run: their committed summaries are read (:mod:`buddylib.summaries`),
+proxies at gigabyte scale) are not run: their committed summaries are read (:mod:`buddylib.studies.summaries`),
 and the index lists them with the code digest and date that made them. Every other number in the index
 is computed by this run; the paper's numbers sit beside them, labelled as the paper's.
 """
@@ -21,7 +21,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from buddylib import bench, experiments, index_page, paper, summaries, warm, workloads
+from buddylib import paper, warm, workloads
+from buddylib.report import bench, index_page
+from buddylib.report.notebooks import notebook_paths
+from buddylib.studies import experiments, remake, summaries
 
 
 def hpc_ratios(data: Path, scale: str = "default", seed: int = 0, regenerate: bool = False,
@@ -40,62 +43,19 @@ def hpc_ratios(data: Path, scale: str = "default", seed: int = 0, regenerate: bo
     return last, times
 
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
-
-
-def notebook_paths(only: list[str] | None = None) -> list[Path]:
-    """The numbered notebooks (or ``only`` these, by stem), in order."""
-    return [nb for nb in sorted(NOTEBOOKS.glob("[0-9]*.ipynb")) if only is None or nb.stem in only]
-
-
-def execute_notebook(nb: Path, out: str, data: str, scale: str = "default", names: list[str] | None = None) -> None:
-    """Execute one notebook with papermill at ``scale`` into ``out``: ipynb, HTML, and the figures and tidy
-    data it writes into ``out/<notebook>/``."""
-    import nbconvert
-    import papermill
-
-    out_path = Path(out)
-    (out_path / "notebooks").mkdir(parents=True, exist_ok=True)
-    params: dict[str, object] = {"out_dir": str((out_path / nb.stem).resolve())}
-    declared = _parameters(nb)
-    paper_scale = "paper" if scale == "default" else scale  # notebook 09: the CNNs as published
-    for key, value in (("scale", scale), ("data_dir", str(Path(data).resolve())), ("names", names),
-                       ("paper_scale", paper_scale)):
-        if key in declared and value is not None:
-            params[key] = value
-    executed = out_path / "notebooks" / nb.name
-    papermill.execute_notebook(str(nb), str(executed), parameters=params, cwd=str(NOTEBOOKS),
-                               progress_bar=False, kernel_name="python3")
-    html, _ = nbconvert.HTMLExporter().from_filename(str(executed))
-    executed.with_suffix(".html").write_text(html)
-
-
-def _parameters(nb: Path) -> set[str]:
-    """Names assigned in the notebook's cell tagged ``parameters``."""
-    import ast
-
-    import nbformat
-
-    for cell in nbformat.read(nb, as_version=4).cells:
-        if "parameters" in cell.get("metadata", {}).get("tags", []):
-            return {t.id for node in ast.parse(cell.source).body if isinstance(node, ast.Assign)
-                    for t in node.targets if isinstance(t, ast.Name)}
-    return set()
-
-
 def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: bool = False,
         scale: str = "default", names: list[str] | None = None, notebooks: list[str] | None = None,
         scheduler: str | None = None) -> Path:
     """Run all steps into ``out``, collect what the index shows and write it; return the index path.
 
     The compressor benchmark runs first, alone (it times code); then every workload run, sweep and
-    study the notebooks read, as parallel tasks (:mod:`buddylib.pipeline`; ``scheduler``: None for a
+    study the notebooks read, as parallel tasks (:mod:`buddylib.report.pipeline`; ``scheduler``: None for a
     local cluster of one worker per core, an address, or "serial"); then the notebooks, in parallel on the
-    same workers; then the analyses in this process and the index (:mod:`buddylib.index_page`, from the
-    collected :class:`~buddylib.index_page.Results`).
+    same workers; then the analyses in this process and the index (:mod:`buddylib.report.index_page`, from the
+    collected :class:`~buddylib.report.index_page.Results`).
     ``scale``, ``names`` (workloads) and ``notebooks`` exist so tests can run it small.
     """
-    from buddylib import pipeline
+    from buddylib.report import pipeline
 
     out.mkdir(parents=True, exist_ok=True)
     data.mkdir(parents=True, exist_ok=True)
@@ -139,7 +99,7 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
                "bench": [p.relative_to(out).as_posix() for p in bench_paths.values()]},
         took=clock.took | {"total": sum(clock.took.values())}, tasks=task_seconds, environment=_environment(),
         notebooks=executed, **dl, batch_gain=_batch_gain(out), fidelity=_fidelity_tables(out), **_llm(out),
-        summaries=summaries.provenance() if full else pd.DataFrame())
+        summaries=remake.provenance() if full else pd.DataFrame())
     _save_steps(out, results.took, results.tasks)
     return index_page.write(results, out)
 
@@ -148,11 +108,12 @@ def generate(data: Path, scale: str, names: list[str], scheduler: str | None = N
              full: bool = False) -> dict[str, float]:
     """Every workload run, sweep and study the notebooks and the index read, cached in ``data``, as parallel
     tasks (a progress bar counts them); ``full``: also the HPC runs at other sizes and notebook 10's study
-    (:func:`buddylib.llm.study`). The slow studies whose
-    summaries are committed (:mod:`buddylib.summaries`: the paper-scale networks, the maturity, optimizer and
+    (:func:`buddylib.studies.llm.study`). The slow studies whose
+    summaries are committed (:mod:`buddylib.studies.summaries`: the paper-scale networks, the maturity, optimizer and
     framework studies at default scale, the HPC proxies at gigabyte scale and at 32 MiB, the size notebook 09's
     scale trend adds) are read from them, not run; only those not committed are tasks here. Returns seconds per task."""
-    from buddylib import fidelity, pipeline
+    from buddylib.report import pipeline
+    from buddylib.studies import fidelity
 
     if regenerate:  # remake the runs: drop their cached files (studies and sweeps follow their runs' code)
         for n in names:
@@ -186,7 +147,7 @@ NOTEBOOK_SECONDS = {"10_llm_memory": 15.0, "05_slowdown_sensitivity": 108.0, "09
 def run_notebooks(out: Path, data: Path, scale: str, names: list[str] | None, only: list[str] | None,
                   scheduler: str | None, last: dict[str, float] | None = None) -> list[dict[str, object]]:
     """Execute the notebooks in parallel, the longest last time first; per notebook its seconds and files."""
-    from buddylib import pipeline
+    from buddylib.report import pipeline
 
     books = notebook_paths(only)
     tasks = sorted((pipeline.Task("notebook", str(nb), scale,

@@ -1,9 +1,9 @@
 """The index of a ``make reproduce`` run: what it shows, saved beside it, and the page made from it.
 
-:func:`buddylib.reproduce.run` computes; this module only keeps and renders. :class:`Results` holds
+:func:`buddylib.report.reproduce.run` computes; this module only keeps and renders. :class:`Results` holds
 every number, table, file and step time the index shows and is saved as ``index.json`` beside the
 page, so the page (``README.md`` and ``index.html``) can be rendered again, after a change to how it
-looks, without recomputing anything: ``python -m buddylib.index_page reports``.
+looks, without recomputing anything: ``python -m buddylib.report.index_page reports``.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ class Results:
     extra_ratio: dict[str, float] = field(default_factory=dict)  # beyond the paper
     batch_gain: dict[str, float] = field(default_factory=dict)  # largest batch, Buddy / uncompressed (nb 07)
     fidelity: dict[str, pd.DataFrame] = field(default_factory=dict)  # file name -> attribution table
-    # the committed summaries this run read instead of running (buddylib.summaries.provenance): one row each
+    # the committed summaries this run read instead of running (buddylib.studies.remake.provenance): one row each
     summaries: pd.DataFrame = field(default_factory=pd.DataFrame)
     # beyond the paper (notebook 10): ratio per LLM tensor kind (codes and peers), and the capacity question
     llm_ratios: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -209,7 +209,7 @@ def _slowdown_rows(what: str, plain: dict[str, float], credited: dict[str, float
 
 
 def _geomean(x: np.ndarray) -> float:
-    from buddylib.experiments import geometric_mean
+    from buddylib.studies.experiments import geometric_mean
 
     return float(geometric_mean(xr.DataArray(x, dims="workload")))
 

@@ -19,9 +19,10 @@ import pandas as pd
 import xarray as xr
 from tqdm import tqdm
 
-from buddylib import experiments, paper, workloads
+from buddylib import paper, workloads
 from buddylib.analysis import analyze
 from buddylib.provenance import code_version, frozen
+from buddylib.studies import experiments
 from buddylib.workloads.base import PAPER_COMPRESSORS
 
 #: The networks compared at the paper's scale: the paper's DL set (each has a "paper" scale here).
@@ -48,7 +49,7 @@ def maturity(names: Sequence[str], scale: str | float = "default", steps: int | 
     compressor; the whole snapshot's ideal and effective ratio (BPC-32, threshold 30%, each snapshot
     placed as if it were the only one: the oracle policy). ``steps`` defaults to :func:`maturity_steps`.
 
-    A network whose study is committed at this scale, steps and snapshots (:mod:`buddylib.summaries`: the
+    A network whose study is committed at this scale, steps and snapshots (:mod:`buddylib.studies.summaries`: the
     study CNNs at default scale, 480 steps, minutes each) is read from it, never run; ``summary_folder``:
     where (default the committed ``data/summaries/dl``; ``False`` never reads one). The others are cached as
     ``<name>-<scale>-s<seed>.maturity-<steps>.nc``, reused while parameters and code are the same. Per
@@ -88,7 +89,7 @@ def _summary(kind: str, name: str, scale: str | float, seed: int, key: dict,
              folder: str | Path | bool | None) -> xr.Dataset | None:
     """``name``'s committed study ``kind`` where one matches ``key``'s parameters (a maturity study's steps and
     snapshots), else None. ``folder``: where (None: the committed one; ``False``: never read one)."""
-    from buddylib import summaries
+    from buddylib.studies import summaries
 
     if folder is False or seed != summaries.SEED:
         return None
@@ -104,7 +105,7 @@ STUDY_SOURCES = {"maturity": (), "adam": (), "caffe": ("workloads/dl/caffe.py",)
 
 def study_key(name: str, study: str) -> dict:
     """What network ``name``'s result of ``study`` (``"maturity"``, ``"adam"``, ``"caffe"``) depends on: the
-    code of its run and of the analysis (:func:`~buddylib.experiments.analysis_code`), and the study's own
+    code of its run and of the analysis (:func:`~buddylib.studies.experiments.analysis_code`), and the study's own
     module; editing another workload changes none of it."""
     if study not in STUDY_SOURCES:
         raise ValueError(f"study {study!r}: one of {', '.join(STUDY_SOURCES)}")
@@ -182,13 +183,13 @@ def paper_scale(names: Sequence[str] = PAPER_NETWORKS, seed: int = 0, data: str 
     """The CNNs as published (``scale="paper"``: widths, 224x224, the recipes' batches): final snapshot's
     ratios per compressor and per tensor kind, the activations' share of the footprint, and the batch.
 
-    A network whose run at ``scale`` is committed as sector histograms (:mod:`buddylib.summaries`: the six at
+    A network whose run at ``scale`` is committed as sector histograms (:mod:`buddylib.studies.summaries`: the six at
     paper scale, minutes and gigabytes each) is read from them, never run; ``summary_folder``: where (default
     the committed ``data/summaries/dl``; ``False`` never reads them). The others are runs in ``data``. Per
     workload, ``source`` says which ("summary" or "run"), ``code`` the digest of the workload code that made
     it and ``code_current`` whether it is this checkout's.
     """
-    from buddylib import summaries
+    from buddylib.studies import summaries
 
     folder = None if summary_folder is True else summary_folder
     kept = [n for n in names if folder is not False and seed == summaries.SEED
@@ -235,8 +236,8 @@ def optimizer(names: Sequence[str] = OPTIMIZER_NETWORKS, scale: str | float = "d
     :class:`~buddylib.workloads.dl.base.Adam`): the final snapshot's effective ratio per compressor (threshold
     30%, targets over the run, as the headline) and the optimizer state's share of the footprint, dims
     (workload, compressor). Cached as ``<name>-<scale>-s<seed>.adam.nc``, reused while the code is the same; a
-    network whose study is committed (:mod:`buddylib.summaries`: at default scale, minutes each) is read from it,
-    as :func:`maturity` reads its own (``summary_folder``, ``source``, ``code``, ``code_current``)."""
+    network whose study is committed (:mod:`buddylib.studies.summaries`: at default scale, minutes each) is read
+    from it, as :func:`maturity` reads its own (``summary_folder``, ``source``, ``code``, ``code_current``)."""
     return _committed_or_run("adam", names, scale, seed, Path(data), lambda n: study_key(n, "adam"), ".adam.nc",
                              lambda name: adam_run(name, scale, seed), "optimizer study", progress, summary_folder)
 
@@ -297,7 +298,7 @@ def hpc_scales(names: Sequence[str] | None = None, scales: Sequence[str | float]
     """HPC effective ratio (BPC-32, profile policy, threshold 30%: :data:`paper.HEADLINE`) per workload and
     scale: from the final snapshot, and averaged over the run's snapshots.
 
-    A scale whose runs are committed as sector histograms (:mod:`buddylib.summaries`: 1 GiB, ``"large"``,
+    A scale whose runs are committed as sector histograms (:mod:`buddylib.studies.summaries`: 1 GiB, ``"large"``,
     and 4 GiB, ``4096``, too slow to run for a notebook) is read from them as they are, never run: a
     workload without a summary at that scale has NaN there. The other scales come from runs in
     :func:`experiments.data_folder` of each scale (the committed quick fixtures at quick scale).
@@ -305,7 +306,7 @@ def hpc_scales(names: Sequence[str] | None = None, scales: Sequence[str | float]
     never reads them). ``source`` says which each scale came from, and
     ``code_current`` whether a summary was made by this checkout's code of its workload (runs always are).
     """
-    from buddylib import summaries
+    from buddylib.studies import summaries
 
     names = list(names or workloads.names("hpc"))
     folder = summaries.FOLDER if summary_folder is None else summary_folder

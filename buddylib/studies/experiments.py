@@ -20,7 +20,16 @@ from buddylib import snapshot, workloads
 from buddylib.analysis import analyze
 from buddylib.compressors import DEFAULT_COMPRESSORS
 from buddylib.layout import DEFAULT_THRESHOLD
-from buddylib.provenance import ANALYSIS_ONLY, ANALYSIS_SOURCES, code_version, frozen
+from buddylib.provenance import (
+    ANALYSIS_ONLY,
+    ANALYSIS_SOURCES,
+    DATA,
+    FIXTURE_SCALE,
+    FIXTURE_SEED,
+    FIXTURES,
+    code_version,
+    frozen,
+)
 
 THRESHOLDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 #: The CNNs of the larger-batch study (notebook 07) and the mini-batch sizes measured at each scale.
@@ -30,14 +39,12 @@ BATCHES = {"quick": (4, 8, 16, 32), "default": (8, 16, 32, 64, 128)}
 
 def data_folder(scale: str | float, seed: int = 0, data_dir: str | Path | None = None) -> Path:
     """Where runs are read and cached: ``data_dir`` if given; else, at quick scale and seed 0, the
-    committed fixtures (:mod:`buddylib.fixtures`: the same numbers on every machine); else ``data/``."""
-    from buddylib import fixtures
-
+    committed fixtures (:mod:`buddylib.studies.fixtures`: the same numbers on every machine); else ``data/``."""
     if data_dir is not None:
         return Path(data_dir)
-    if (str(scale), seed) == (fixtures.SCALE, fixtures.SEED) and frozen(fixtures.FOLDER):
-        return fixtures.FOLDER
-    return fixtures.DATA
+    if (str(scale), seed) == (FIXTURE_SCALE, FIXTURE_SEED) and frozen(FIXTURES):
+        return FIXTURES
+    return DATA
 
 
 def analysis_code(name: str) -> str:

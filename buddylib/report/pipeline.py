@@ -48,8 +48,9 @@ def generation_tasks(scale: str | float, names: Sequence[str], paper_names: Sequ
     workload, paper-scale runs, memory-vs-batch measurements, the training-maturity (of ``maturity_names``,
     default ``study_names``: a committed one is read, not run), framework and optimizer studies, HPC runs at
     other problem sizes (``hpc_scales``, but none of ``hpc_committed``: (name, scale) pairs whose committed
-    summary is read instead), and with ``llm`` notebook 10's study (:func:`buddylib.llm.study`)."""
-    from buddylib import summaries, workloads
+    summary is read instead), and with ``llm`` notebook 10's study (:func:`buddylib.studies.llm.study`)."""
+    from buddylib import workloads
+    from buddylib.studies import summaries
 
     tasks = [Task("run", n, scale, 60.0 if workloads.get(n).suite != "hpc" else 30.0) for n in names]
     tasks += [Task("paper", n, "paper", 120.0) for n in paper_names]
@@ -66,7 +67,8 @@ def generation_tasks(scale: str | float, names: Sequence[str], paper_names: Sequ
 
 def execute(task: Task, data: str, seed: int = 0, notebook_args: dict[str, Any] | None = None) -> tuple[str, float]:
     """Do one task in this process; return its label and the seconds it took."""
-    from buddylib import experiments, fidelity, workloads
+    from buddylib import workloads
+    from buddylib.studies import experiments, fidelity
 
     t0 = time.perf_counter()
     if task.kind == "run":
@@ -84,13 +86,13 @@ def execute(task: Task, data: str, seed: int = 0, notebook_args: dict[str, Any] 
     elif task.kind == "adam":
         fidelity.optimizer([task.name], task.scale, seed, data, progress=False)
     elif task.kind == "llm":
-        from buddylib import llm
+        from buddylib.studies import llm
 
         llm.study(task.scale, seed, data)
     elif task.kind == "notebook":
-        from buddylib import reproduce
+        from buddylib.report import notebooks
 
-        reproduce.execute_notebook(Path(task.name), **(notebook_args or {}))
+        notebooks.execute_notebook(Path(task.name), **(notebook_args or {}))
     else:
         raise ValueError(f"unknown task kind {task.kind!r}")
     return task.label, time.perf_counter() - t0

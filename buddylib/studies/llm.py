@@ -30,12 +30,13 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from buddylib import experiments, fixtures, paper, workloads
+from buddylib import paper, workloads
 from buddylib.analysis import analyze
 from buddylib.compressors import peers
 from buddylib.compressors.reference import reference_bytes
 from buddylib.provenance import ANALYSIS_ONLY, code_version
 from buddylib.snapshot import Allocation, Snapshot
+from buddylib.studies import experiments, fixtures
 
 #: The per-entry codes compared (EBO on the 16-bit tensors only: it codes 16-bit floats).
 COMPRESSORS = ("bpc32", "bpc64", "ebo-bf16")
@@ -65,7 +66,7 @@ CAPACITY_GPUS = (("H100-80GB", "NVLink4"), ("H200-141GB", "NVLink-C2C"))
 
 def key() -> str:
     """Digest of the code the study depends on: this module, the workloads', the compressors' and analysis's."""
-    return "+".join([code_version("llm.py", "compressors", *ANALYSIS_ONLY), *(workloads.get(n).code()
+    return "+".join([code_version("studies/llm.py", "compressors", *ANALYSIS_ONLY), *(workloads.get(n).code()
                                                                           for n in ("minilm_kv", "gpt_bf16"))])
 
 

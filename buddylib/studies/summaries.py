@@ -15,7 +15,7 @@ need of them is small, so it is committed in ``data/summaries`` and read as it i
 
 Each records the code digest that made it (a workload's :meth:`~buddylib.workloads.base.Workload.code`, a
 study's cache key), the date, the machine, the wall time and peak memory. The readers
-(:func:`workload_ratios`, :func:`study`; :func:`buddylib.fidelity.hpc_scales`, ``paper_scale``, ``maturity``,
+(:func:`workload_ratios`, :func:`study`; :func:`buddylib.studies.fidelity.hpc_scales`, ``paper_scale``, ``maturity``,
 ``optimizer`` and ``framework_accounting``)
 say per workload that a number came from a summary and whether the code that made it is still this checkout's.
 
@@ -33,26 +33,22 @@ import datetime
 import json
 import os
 import resource
-import subprocess
-import sys
-import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 
 from buddylib import layout, workloads
 from buddylib.analysis import analyze_histograms
 from buddylib.compressors import ALL_COMPRESSORS, DEFAULT_COMPRESSORS
+from buddylib.provenance import machine
 from buddylib.snapshot import Allocation, Snapshot
 from buddylib.workloads.base import PAPER_COMPRESSORS
 
 #: This checkout's committed summaries, a folder per suite.
-ROOT = Path(__file__).resolve().parents[1] / "data" / "summaries"
+ROOT = Path(__file__).resolve().parents[2] / "data" / "summaries"
 #: The HPC proxies' summaries.
 FOLDER = ROOT / "hpc"
 #: The DL studies' summaries: the paper's six networks at paper scale, the training-maturity, optimizer and
@@ -71,7 +67,7 @@ COMPRESSORS = ALL_COMPRESSORS
 #: What a DL summary records: the compressors of the fidelity study (BPC-32, ZVC and the per-entry best of
 #: both), all that a paper-scale run compresses (:func:`buddylib.workloads.cached_run`; gigabytes a snapshot).
 DL_COMPRESSORS = PAPER_COMPRESSORS
-#: The DL runs committed: the paper's six networks as published (:data:`buddylib.fidelity.PAPER_NETWORKS`).
+#: The DL runs committed: the paper's six networks as published (:data:`buddylib.studies.fidelity.PAPER_NETWORKS`).
 DL_SCALE = "paper"
 #: The scale of the studies committed (the maturity study: 480 training steps of the study CNNs,
 #: :func:`fidelity.maturity`; the optimizer and framework studies, :func:`fidelity.optimizer` and
@@ -87,7 +83,7 @@ DL_TOLERANCE = 1e-2
 #: The same for a training study's numbers: hundreds of training steps let the float differences grow.
 #: Measured: AlexNet's 200-step maturity study (quick scale) under ``other-cpu`` moved a snapshot's activation
 #: ideal ratio by up to 10.4%, the zero share 3.8%, a snapshot's effective ratio 1.9%, the final effective ratio
-#: not at all; about three times the largest (the rule of :data:`buddylib.fixtures.TOLERANCE`).
+#: not at all; about three times the largest (the rule of :data:`buddylib.studies.fixtures.TOLERANCE`).
 STUDY_TOLERANCE = 0.30
 
 
@@ -152,37 +148,13 @@ def make(name: str, scale: str | float, seed: int = SEED) -> dict[str, Any]:
     w = workloads.get(name)
     code = w.code()  # of the code that runs, should a file change meanwhile
     run = w.run(scale, seed=seed, compressors=compressors_for(name), progress=True)
-    return summarize_run(run) | {"code": code} | _made_here()
+    return summarize_run(run) | {"code": code} | made_here()
 
 
-def make_study(name: str, scale: str | float = MATURITY_SCALE, seed: int = SEED,
-               study: str = "maturity") -> dict[str, Any]:
-    """One network's ``study`` (``"maturity"``: :func:`buddylib.fidelity.maturity` at its steps for ``scale``;
-    ``"adam"``: :func:`~buddylib.fidelity.optimizer`; ``"caffe"``: :func:`~buddylib.fidelity.framework_accounting`)
-    made here: its result, a Dataset of a few dozen numbers, as :meth:`xarray.Dataset.to_dict` under
-    ``result``, with the code digest that made it (the study's cache key), the date, the machine, the seconds
-    and this process's peak memory."""
-    from buddylib import fidelity
-
-    t0 = time.perf_counter()
-    if study == "maturity":
-        key = fidelity.maturity_key(name, fidelity.maturity_steps(scale))
-        ds = fidelity.maturity_run(name, scale, seed, key)
-    elif study in ("adam", "caffe"):
-        key = fidelity.study_key(name, study)
-        ds = (fidelity.adam_run if study == "adam" else fidelity.caffe_run)(name, scale, seed)
-    else:
-        raise ValueError(f"study {study!r}: one of {', '.join(s for s in STUDIES if s != 'run')}")
-    return {"format": STUDY_FORMAT, "study": study, "workload": name, "scale": scale_name(scale), "seed": seed,
-            **key, "seconds": round(time.perf_counter() - t0, 1), **_made_here(), "result": _to_dict(ds)}
-
-
-def _made_here() -> dict[str, Any]:
+def made_here() -> dict[str, Any]:
     """Where and when a summary was made: this process's peak memory, the date (UTC), the machine."""
-    from buddylib import fixtures
-
     return {"peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), "machine": fixtures.machine()}
+            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), "machine": machine()}
 
 
 def _to_dict(ds: xr.Dataset) -> dict[str, Any]:
@@ -239,61 +211,6 @@ def write(summary: dict[str, Any], folder: str | Path | None = None) -> Path:
     tmp.write_text("\n".join(lines) + "\n")
     os.replace(tmp, target)
     return target
-
-
-#: One summary :func:`generate` makes: (workload, scale, study).
-Item = tuple[str, str, str]
-
-
-def planned(names: Sequence[str] | None = None, scales: Sequence[str | float] | None = None, seed: int = SEED,
-            folder: str | Path | None = None, studies: Sequence[str] = tuple(STUDIES)) -> list[Item]:
-    """The (workload, scale, study) summaries :func:`generate` makes, of ``names`` (default every HPC proxy and
-    the paper's six networks) at ``scales``. Without ``scales``: an HPC proxy at every scale committed for it
-    in ``folder`` (default :data:`FOLDER`) and at 1 GiB; a DL network at :data:`DL_SCALE`. Study ``"run"``:
-    the runs; ``"maturity"``, ``"caffe"`` (:data:`buddylib.fidelity.STUDY_CNNS`) and ``"adam"``
-    (:data:`~buddylib.fidelity.OPTIMIZER_NETWORKS`): those studies of those of ``names`` that they cover, at
-    :data:`MATURITY_SCALE` without ``scales``."""
-    from buddylib import fidelity
-
-    for st in studies:
-        if st not in STUDIES:
-            raise ValueError(f"study {st!r}: one of {', '.join(STUDIES)}")
-    if names is None:
-        names = [*workloads.names("hpc"), *[n for n in fidelity.PAPER_NETWORKS if n in workloads.names("dl")]]
-    names = list(names)
-    for n in names:
-        workloads.get(n)  # fail on an unknown name before running anything
-    hpc = [n for n in names if workloads.get(n).suite == "hpc"]
-    dl = [n for n in names if n not in hpc]
-    out: list[Item] = []
-    if "run" in studies:
-        if scales is not None:
-            out += [(n, scale_name(s), "run") for s in scales for n in hpc]
-        else:
-            kept = Path(folder) if folder is not None else FOLDER
-            made = {(n, s) for f in kept.glob(f"*-s{seed}.json")
-                    for n, s in [f.name[: -len(f"-s{seed}.json")].rsplit("-", 1)] if n in hpc}
-            out += [(n, s, "run") for n, s in sorted(made | {(n, "large") for n in hpc},
-                                                     key=lambda p: (workloads.footprint_bytes(p[1]), p[0]))]
-        out += [(n, scale_name(s), "run") for s in (scales or [DL_SCALE]) for n in dl]
-    covers = {"maturity": fidelity.STUDY_CNNS, "caffe": fidelity.STUDY_CNNS, "adam": fidelity.OPTIMIZER_NETWORKS}
-    out += [(n, scale_name(s), st) for st in covers if st in studies for s in (scales or [MATURITY_SCALE]) for n in dl
-            if n in covers[st]]
-    return out
-
-
-def generate(names: Sequence[str] | None = None, scales: Sequence[str | float] | None = None, seed: int = SEED,
-             folder: str | Path | None = None, studies: Sequence[str] = tuple(STUDIES)) -> list[Path]:
-    """Make the :func:`planned` summaries (default: remake every committed HPC summary and every HPC proxy at
-    1 GiB, the paper's six networks at paper scale, the maturity study), one after another, each in a fresh
-    process (its peak memory is its own, and it is returned to the system after), and write them into
-    ``folder`` (default each suite's committed folder)."""
-    out = []
-    for n, scale, study in planned(names, scales, seed, folder, studies):
-        target = path(n, scale, seed, folder, study)
-        subprocess.run([sys.executable, "-m", __name__, n, scale, str(seed), str(target.parent), study], check=True)
-        out.append(target)
-    return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -383,10 +300,10 @@ def analyze(summary: dict[str, Any], compressors: Sequence[str] = DEFAULT_COMPRE
 def workload_ratios(names: Sequence[str] | None = None, scale: str | float = "large", seed: int = SEED,
                     folder: str | Path | None = None, thresholds: Sequence[float] | None = None,
                     compressors: Sequence[str] = DEFAULT_COMPRESSORS, policy: str = "profile") -> xr.Dataset:
-    """:func:`buddylib.experiments.workload_ratios` from the committed summaries (same variables and dims);
+    """:func:`buddylib.studies.experiments.workload_ratios` from the committed summaries (same variables and dims);
     ``seconds`` is the run's own wall time, and ``code`` (per workload) the code digest that made it,
     ``code_current`` whether this checkout's code of the workload is still that."""
-    from buddylib import experiments
+    from buddylib.studies import experiments
 
     names = list(names) if names is not None else workloads.names("hpc")
     thresholds = experiments.THRESHOLDS if thresholds is None else thresholds
@@ -402,16 +319,6 @@ def workload_ratios(names: Sequence[str] | None = None, scale: str | float = "la
                                date=("workload", [s.get("date", "")]), source=("workload", ["summary"])))
     return xr.concat(parts, "workload", join="outer", coords="different", compat="equals",
                      combine_attrs="drop_conflicts")
-
-
-def code_current(summary: dict[str, Any]) -> bool:
-    """Whether this checkout's code is the code that made ``summary``: its workload's
-    (:meth:`~buddylib.workloads.base.Workload.code`), or for a study its cache key's."""
-    if summary.get("study", "run") != "run":
-        from buddylib import fidelity
-
-        return summary["code"] == fidelity.study_key(summary["workload"], summary["study"])["code"]
-    return summary["code"] == workloads.get(summary["workload"]).code()
 
 
 def note(ds: xr.Dataset) -> str:
@@ -437,25 +344,6 @@ USED_BY = {"hpc": "notebook 09: HPC scale trend and attribution", "dl": "noteboo
            "caffe": "notebook 09: framework accounting, DL attribution (Caffe-style memory)"}
 #: How the report index names a study summary.
 STUDY_LABELS = {"adam": "Adam instead of the recipe's optimizer", "caffe": "Caffe-style accounting"}
-
-
-def provenance(folder: str | Path | None = None) -> pd.DataFrame:
-    """One row per committed summary: what it is, what reads it, the code digest that made it and whether it
-    is still this checkout's code, the date and machine, and the seconds the run took (for the report index,
-    which must say which numbers it did not compute itself)."""
-    rows = []
-    for s in committed(folder=folder):
-        study = s.get("study", "run")
-        suite = workloads.get(s["workload"]).suite
-        size = {"large": "1 GiB", "4096": "4 GiB"}.get(s["scale"], f"{s['scale']} scale")
-        what = f"{s['workload']}, {'HPC ' if suite == 'hpc' else ''}{size}" + (
-            f", maturity ({s['steps']} steps)" if study == "maturity" else
-            f", {STUDY_LABELS[study]}" if study in STUDY_LABELS else "")
-        rows.append({"summary": what, "used by": USED_BY[study if study != "run" else
-                                                         "hpc" if suite == "hpc" else "dl"],
-                     "code": s["code"], "code current": code_current(s), "made": s["date"][:10],
-                     "machine": s["machine"]["cpu"], "run s": float(s["seconds"])})
-    return pd.DataFrame(rows).set_index("summary") if rows else pd.DataFrame()
 
 
 # ---------------------------------------------------------------------------------------
@@ -496,7 +384,7 @@ def compare_close(kept: dict[str, Any], fresh: dict[str, Any], tolerance: float 
     allocations and steps, and every ratio the readers take from it (effective ratio per snapshot, compressor
     and threshold, ideal ratio per snapshot and compressor) within ``tolerance`` (relative) of the kept one.
     :func:`compare`'s columns say whether it is bit for bit the same besides."""
-    from buddylib import experiments
+    from buddylib.studies import experiments
 
     row = compare(kept, fresh) | {"tolerance": tolerance}
     comps = [c for c in kept["compressors"] if c in fresh["compressors"]]
@@ -545,48 +433,3 @@ def committed(names: Sequence[str] | None = None, scales: Sequence[str | float] 
                 (scales is None or s["scale"] in {scale_name(x) for x in scales}):
             out.append(s)
     return out
-
-
-def check(names: Sequence[str] | None = None, scales: Sequence[str | float] | None = None, seed: int = SEED,
-          folder: str | Path | None = None, studies: Sequence[str] = tuple(STUDIES),
-          tolerance: float = DL_TOLERANCE, study_tolerance: float = STUDY_TOLERANCE) -> pd.DataFrame:
-    """Remake the committed summaries (all, or those of ``names`` / ``scales`` / ``studies``) in a temporary
-    folder and compare them with the committed ones: an HPC proxy's bit for bit (:func:`compare`), a DL run's
-    ratios (:func:`compare_close`) within ``tolerance`` and a study's numbers (:func:`compare_study`) within
-    ``study_tolerance`` (relative), since torch's float bytes depend on the CPU. One row per summary, with
-    ``exact_expected``: whether this machine must reproduce the bytes (an HPC proxy on FMA and AVX2, the same
-    C library as the machine that made them). Writes nothing in ``folder``."""
-    from buddylib import fixtures
-
-    kept = committed(names, scales, seed, folder, studies)
-    if not kept:
-        raise FileNotFoundError(f"{folder or ROOT}: no summaries of {', '.join(names or ['any workload'])} at "
-                                f"{', '.join(map(str, scales or ['any scale']))}; `buddy summaries` makes them")
-    here = fixtures.machine()
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for s in kept:
-            t0 = time.perf_counter()
-            study = s.get("study", "run")
-            fresh = load(generate([s["workload"]], [s["scale"]], seed, tmp, [study])[0])
-            hpc = workloads.get(s["workload"]).suite == "hpc"
-            if study != "run":
-                row = compare_study(s, fresh, study_tolerance)
-            elif hpc:
-                row = compare(s, fresh) | {"tolerance": 0.0}
-            else:
-                row = compare_close(s, fresh, tolerance)
-            row["study"] = study
-            row["exact_expected"] = bool(hpc and here["fma_avx2"] and s["machine"]["fma_avx2"]
-                                         and s["machine"]["libc"] == here["libc"])
-            row["check_seconds"] = round(time.perf_counter() - t0, 1)
-            rows.append(row)
-    return pd.DataFrame(rows).set_index(["workload", "scale", "study"])
-
-
-if __name__ == "__main__":  # one summary of generate(): python -m buddylib.summaries NAME SCALE SEED FOLDER [STUDY]
-    _name, _scale, _seed, _folder, *_study = sys.argv[1:]
-    if _study in ([], ["run"]):
-        write(make(_name, _scale, int(_seed)), _folder)
-    else:
-        write(make_study(_name, _scale, int(_seed), *_study), _folder)

@@ -18,7 +18,6 @@ import datetime
 import hashlib
 import json
 import os
-import platform
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -30,13 +29,12 @@ import pandas as pd
 import xarray as xr
 from tqdm import tqdm
 
-from buddylib import experiments, fidelity, snapshot, workloads
-from buddylib.provenance import MANIFEST, RUN_SOURCES, code_version, frozen
+from buddylib import provenance, snapshot, workloads
+from buddylib.provenance import MANIFEST, RUN_SOURCES, code_version, fma_avx2, frozen, machine
+from buddylib.studies import experiments, fidelity
 
-#: This checkout's data folder, and the committed fixtures in it.
-DATA = Path(__file__).resolve().parents[1] / "data"
-FOLDER = DATA / "fixtures" / "quick"
-SCALE, SEED = "quick", 0
+#: This checkout's data folder, and the committed fixtures in it (defined with what marks a folder as frozen).
+DATA, FOLDER, SCALE, SEED = provenance.DATA, provenance.FIXTURES, provenance.FIXTURE_SCALE, provenance.FIXTURE_SEED
 #: Notebook 08's recorded model: examples/own_model.py recorded by ``buddy capture`` (``make fixtures`` remakes it;
 #: tests/test_capture.py records it again and compares).
 EXAMPLE = DATA.parent / "examples" / "own_model.py"
@@ -73,7 +71,7 @@ def generate(folder: str | Path = FOLDER, names: Sequence[str] | None = None, pr
         if optimizer:  # and its optimizer study
             fidelity.optimizer(optimizer, SCALE, SEED, tmp, progress=progress)
         manifest = {
-            "made_by": "buddylib.fixtures.generate (make fixtures)",
+            "made_by": "buddylib.studies.fixtures.generate (make fixtures)",
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "scale": SCALE, "seed": SEED, "code": code_version(*RUN_SOURCES), "machine": machine(),
             "workloads": {n: _profile(tmp, n)["digest"] for n in names},
@@ -86,39 +84,6 @@ def generate(folder: str | Path = FOLDER, names: Sequence[str] | None = None, pr
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return folder
-
-
-def machine() -> dict[str, Any]:
-    """What decides a workload's bytes on this machine: CPU, C library, and the kernels numpy, torch
-    and numba pick for it."""
-    import llvmlite.binding as llvm
-    import numba
-
-    try:
-        from numpy._core import _multiarray_umath as umath
-    except ImportError:  # numpy < 2
-        from numpy.core import _multiarray_umath as umath
-    out: dict[str, Any] = {
-        "cpu": _cpuinfo("model name"), "arch": platform.machine(), "libc": " ".join(platform.libc_ver()),
-        "fma_avx2": fma_avx2(),
-        "numpy_simd": [f for f in umath.__cpu_dispatch__ if umath.__cpu_features__.get(f)],
-        "numba_cpu": numba.config.CPU_NAME or llvm.get_host_cpu_name(),
-        "numpy": np.__version__, "numba": numba.__version__, "python": platform.python_version(),
-    }
-    try:
-        import torch
-
-        out |= {"torch": torch.__version__, "torch_cpu_capability": torch.backends.cpu.get_cpu_capability()}
-    except ImportError:
-        out["torch"] = None
-    return out
-
-
-def fma_avx2() -> bool:
-    """Whether this CPU has FMA and AVX2, the condition under which glibc picks its FMA builds of
-    exp, log, sin, cos, tanh... (other builds round some results differently)."""
-    flags = set(_cpuinfo("flags").split())
-    return {"fma", "avx2"} <= flags
 
 
 def check(folder: str | Path = FOLDER, names: Sequence[str] | None = None, progress: bool = False) -> pd.DataFrame:
@@ -178,11 +143,3 @@ def _profile(folder: Path, name: str) -> dict[str, Any]:
 
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _cpuinfo(key: str) -> str:
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-    except OSError:
-        return ""
-    return next((ln.split(":", 1)[1].strip() for ln in lines if ln.split(":", 1)[0].strip() == key), "")
