@@ -157,6 +157,16 @@ def test_a_users_own_model_records_and_analyses_end_to_end(dtype, tmp_path: Path
     assert source.workset is not None and len(source.snapshots) == 4
 
 
+def test_an_empty_parameter_holds_no_memory_and_is_no_allocation() -> None:
+    model = nn.Sequential(nn.Linear(4, 4))
+    model.register_parameter("nothing", nn.Parameter(torch.empty(0)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with capture.Recorder(model, opt) as rec:
+        model(torch.ones(2, 4)).sum().backward()
+        opt.step()
+    assert "nothing" not in {a.name for a in rec.snapshots[-1].allocations}
+
+
 def test_the_same_loop_records_the_same_bytes_and_an_evaluation_pass_is_no_step() -> None:
     a, b, c = _train(None, steps=2), _train(None, steps=2), _train(None, steps=2, evaluate=True)
     assert a.run_digest == b.run_digest == c.run_digest

@@ -360,7 +360,7 @@ def test_scheduler_unreachable(capsys, tmp_path, files, monkeypatch):
 # ------------------------------------------------------------------ help and the installed script
 
 
-@pytest.mark.parametrize("command", [[], ["bench"], ["analyze"], ["reproduce"]])
+@pytest.mark.parametrize("command", [[], ["bench"], ["analyze"], ["reproduce"], ["capture"]])
 def test_help_on_every_command(capsys, command):
     with pytest.raises(SystemExit) as info:
         main([*command, "--help"])

@@ -483,7 +483,7 @@ class Recorder(TorchWorkload):
         for n, (t, _) in out.items():
             if t.device.type == "meta":
                 raise CaptureError(f"allocation {n}: a meta tensor holds no bytes")
-        return out
+        return {n: (t, k) for n, (t, k) in out.items() if t.numel()}  # an empty tensor holds no memory
 
     def allocations(self) -> dict[str, tuple[np.ndarray, str]]:
         """What is live now as the Workload contract has it, ``{name: (host array, kind)}``."""
