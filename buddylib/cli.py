@@ -388,7 +388,7 @@ def _capture(args: argparse.Namespace) -> int:
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         fresh = rec.save(Path(tmp) / Path(args.check).name)
-        report = capture.compare(args.check, fresh)
+        report = fixtures.compare_recordings(args.check, fresh)
     ok = report["structure_equal"] and report["profile_equal"] and report["max_rel_change"] <= fixtures.TOLERANCE
     print(f"{args.check}: allocations {'equal' if report['structure_equal'] else 'DIFFER'}, profile "
           f"{'equal' if report['profile_equal'] else 'DIFFERS'}, largest ideal-ratio change "

@@ -205,7 +205,7 @@ def test_the_committed_recording_is_what_the_example_script_records(tmp_path: Pa
     (allocations and profile exactly; ideal ratios within the fixtures' tolerance: torch's float kernels differ
     per CPU)."""
     rec = capture.run_script(EXAMPLE)
-    report = capture.compare(RECORDED, rec.save(tmp_path / "own_model.nc"))
+    report = fixtures.compare_recordings(RECORDED, rec.save(tmp_path / "own_model.nc"))
     assert report["structure_equal"] and report["profile_equal"], report
     assert report["max_rel_change"] <= fixtures.TOLERANCE
 

@@ -131,9 +131,29 @@ def _max_rel(a: xr.DataArray, b: xr.DataArray) -> float:
     return float(rel.max(skipna=True).fillna(0))
 
 
+def compare_recordings(kept: str | os.PathLike, fresh: str | os.PathLike) -> dict[str, Any]:
+    """Two recordings of the same script (:mod:`buddylib.userdata.capture`, notebook 08's): whether their
+    snapshots hold the same allocations and steps and their profiles the same kernels, and the largest relative
+    change of an ideal ratio (any snapshot, any compressor), which a CPU with other float kernels may move."""
+    from buddylib.analysis import analyze
+
+    runs = [snapshot.load(p) for p in (kept, fresh)]
+    profiles = [json.loads(Path(p).with_suffix(".profile.json").read_text())["kernels"] for p in (kept, fresh)]
+    out = {"structure_equal": _layout_of(runs[0]) == _layout_of(runs[1]), "profile_equal": profiles[0] == profiles[1],
+           "max_rel_change": float("inf")}
+    if out["structure_equal"]:
+        comps = sorted(set.intersection(*(set(a.sectors) for r in runs for s in r for a in s.allocations)))
+        a, b = (analyze(r, comps, progress=False).ideal_ratio_total for r in runs)
+        out["max_rel_change"] = _max_rel(a, b)
+    return out
+
+
 def _layout(folder: Path, name: str) -> list[tuple]:
     """Each snapshot's step and allocations (name, kind, dtype, shape, bytes): what must not change."""
-    snaps = snapshot.load(folder / f"{name}-{SCALE}-s{SEED}.nc")
+    return _layout_of(snapshot.load(folder / f"{name}-{SCALE}-s{SEED}.nc"))
+
+
+def _layout_of(snaps: Sequence[snapshot.Snapshot]) -> list[tuple]:
     return [(s.step, [(a.name, a.kind, a.dtype, a.shape, a.nbytes) for a in s.allocations]) for s in snaps]
 
 

@@ -195,18 +195,9 @@ class Recorder(TorchWorkload):
         if self._tracer is not None and self._tracer.stack:
             raise CaptureError("snapshot(): called inside the model's forward; call it between the steps' phases")
         self._resolve()
-        with numba_threads(self.compress_threads):
-            allocations, parts = [], []
-            for n, (t, kind) in self._live().items():  # one host copy at a time (a CUDA model's may be large)
-                arr, label_dtype = host_array(t)
-                a = Allocation.from_array(n, np.copy(arr) if self.keep_bytes else arr, kind=kind, dtype=label_dtype)
-                a.sectors = {c: sectors(arr, c) for c in self.compressors}
-                a.reference_bytes = {r: reference_bytes(arr, r) for r in self.references}
-                parts.append(f"{n}:{a.dtype}:{a.shape}:".encode()
-                             + hashlib.sha256(np.ascontiguousarray(arr).view(np.uint8).reshape(-1)).digest())
-                if not self.keep_bytes:
-                    a.data = None
-                allocations.append(a)
+        with numba_threads(self.compress_threads):  # one host copy at a time (a CUDA model's may be large)
+            pairs = [self._compressed(n, t, kind) for n, (t, kind) in self._live().items()]
+        allocations, parts = [a for a, _ in pairs], [part for _, part in pairs]
         if not allocations:
             raise CaptureError("snapshot(): nothing is live to record")
         snap = Snapshot(self.name, allocations, step=self.steps, time=float(self.steps))
@@ -397,15 +388,21 @@ class Recorder(TorchWorkload):
         at = sum(1 for a in snap.allocations if a.kind == "input")
         with numba_threads(self.compress_threads):
             for k, n in enumerate(names):
-                arr, label = host_array(self._inputs[n])
-                a = Allocation.from_array(n, np.copy(arr) if self.keep_bytes else arr, kind="input", dtype=label)
-                a.sectors = {c: sectors(arr, c) for c in self.compressors}
-                a.reference_bytes = {r: reference_bytes(arr, r) for r in self.references}
-                if not self.keep_bytes:
-                    a.data = None
+                a, part = self._compressed(n, self._inputs[n], "input")
                 snap.allocations.insert(at + k, a)
-                parts.insert(at + k, f"{n}:{a.dtype}:{a.shape}:".encode()
-                             + hashlib.sha256(np.ascontiguousarray(arr).view(np.uint8).reshape(-1)).digest())
+                parts.insert(at + k, part)
+
+    def _compressed(self, name: str, t: torch.Tensor, kind: str) -> tuple[Allocation, bytes]:
+        """One allocation as a snapshot holds it (sectors per compressor, reference sizes, the bytes if kept),
+        and its part of :attr:`run_digest` (name, dtype, shape and the bytes' digest)."""
+        arr, label = host_array(t)
+        a = Allocation.from_array(name, np.copy(arr) if self.keep_bytes else arr, kind=kind, dtype=label)
+        a.sectors = {c: sectors(arr, c) for c in self.compressors}
+        a.reference_bytes = {r: reference_bytes(arr, r) for r in self.references}
+        if not self.keep_bytes:
+            a.data = None
+        digest = hashlib.sha256(np.ascontiguousarray(arr).view(np.uint8).reshape(-1)).digest()
+        return a, f"{name}:{a.dtype}:{a.shape}:".encode() + digest
 
     def _resolve(self) -> None:
         """Name what the pending training step's forward saved (its storages are still unique)."""
@@ -535,26 +532,6 @@ def run_script(path: str | os.PathLike, every: int = 1) -> Recorder:
     except Exception as exc:
         raise CaptureError(f"{where(exc)}: loop() raised {type(exc).__name__}: {exc}") from None
     return rec
-
-
-def compare(kept: str | os.PathLike, fresh: str | os.PathLike) -> dict[str, Any]:
-    """Two recordings of the same script: whether their snapshots hold the same allocations (name, kind, dtype,
-    shape, bytes, step) and their profiles the same kernels, and the largest relative change of an ideal ratio
-    (any snapshot, any compressor), which a CPU with other float kernels may move."""
-    from buddylib import analysis
-    from buddylib.snapshot import load
-
-    runs = [load(p) for p in (kept, fresh)]
-    layout = [[(s.step, [(a.name, a.kind, a.dtype, a.shape, a.nbytes) for a in s.allocations]) for s in r]
-              for r in runs]
-    profiles = [json.loads(Path(p).with_suffix(".profile.json").read_text())["kernels"] for p in (kept, fresh)]
-    out = {"structure_equal": layout[0] == layout[1], "profile_equal": profiles[0] == profiles[1],
-           "max_rel_change": float("inf")}
-    if out["structure_equal"]:
-        comps = sorted(set.intersection(*(set(a.sectors) for r in runs for s in r for a in s.allocations)))
-        a, b = (analysis.analyze(r, comps, progress=False).ideal_ratio_total for r in runs)
-        out["max_rel_change"] = float(np.abs(b / a - 1).max())
-    return out
 
 
 def _named(obj: Any, prefix: str) -> Iterator[tuple[str, torch.Tensor]]:
