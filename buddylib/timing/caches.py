@@ -2,7 +2,7 @@
 
 Both replay a sequence of block ids (metadata lines, pages) through an LRU structure in
 numba, one pass, O(1) (page LRU) or O(ways) (set-associative) per access, so 10^8
-accesses take seconds.
+accesses take seconds. :func:`merge_order` puts a kernel's accesses in the order they replay.
 """
 
 from __future__ import annotations
@@ -14,44 +14,88 @@ from buddylib.compressors.abc import readonly
 
 
 @nb.njit(cache=True)
-def _set_assoc_lru(lines, bounds, n_sets, ways):
-    """Hits per segment (segment i ends before bounds[i]) of one continuous LRU replay."""
+def _scaled(x, mul, div, shift):
+    """``x * mul // div`` for ``x >= 0``, by a shift where ``div`` is a power of two."""
+    return (x * mul) >> shift if shift >= 0 else (x * mul) // div
+
+
+@nb.njit(cache=True)
+def _set_assoc_lru(which, entry, first, per_line, shift, bounds, n_sets, ways, replays):
+    """Hits per segment (segment i ends before bounds[i]) of the last of ``replays`` continuous LRU replays of
+    the lines ``first[which[t]] + entry[t] // per_line``."""
     tags = np.full((n_sets, ways), -1, dtype=np.int64)
     stamp = np.zeros((n_sets, ways), dtype=np.int64)
+    mru = np.full(n_sets, -1, dtype=np.int64)  # each set's most recently used line
     hits = np.zeros(bounds.shape[0], dtype=np.int64)
-    seg = 0
-    for t in range(lines.shape[0]):
-        while seg < bounds.shape[0] - 1 and t >= bounds[seg]:
-            seg += 1
-        line = lines[t]
-        s = line % n_sets
-        victim = 0
-        oldest = stamp[s, 0]
-        hit = False
-        for w in range(ways):
-            if tags[s, w] == line:
-                stamp[s, w] = t + 1
-                hits[seg] += 1
-                hit = True
-                break
-            if stamp[s, w] < oldest:
-                oldest = stamp[s, w]
-                victim = w
-        if not hit:
-            tags[s, victim] = line
-            stamp[s, victim] = t + 1
+    mask = n_sets - 1 if n_sets & (n_sets - 1) == 0 else -1
+    n = entry.shape[0]
+    clock = 0
+    for r in range(replays):
+        count = r == replays - 1
+        seg = 0
+        for t in range(n):
+            while seg < bounds.shape[0] - 1 and t >= bounds[seg]:
+                seg += 1
+            clock += 1
+            line = first[which[t]] + _scaled(entry[t], 1, per_line, shift)
+            s = line & mask if mask >= 0 else line % n_sets
+            if mru[s] == line:  # its set's last line again: a hit that leaves the set's LRU order as it is
+                if count:
+                    hits[seg] += 1
+                continue
+            mru[s] = line
+            victim = 0
+            oldest = stamp[s, 0]
+            hit = False
+            for w in range(ways):
+                if tags[s, w] == line:
+                    stamp[s, w] = clock
+                    if count:
+                        hits[seg] += 1
+                    hit = True
+                    break
+                if stamp[s, w] < oldest:
+                    oldest = stamp[s, w]
+                    victim = w
+            if not hit:
+                tags[s, victim] = line
+                stamp[s, victim] = clock
     return hits
+
+
+def _shift(div: int) -> int:
+    """log2(div) where div is a power of two, else -1."""
+    return div.bit_length() - 1 if div > 0 and div & (div - 1) == 0 else -1
+
+
+def _geometry(size_bytes: int, line_bytes: int, ways: int) -> int:
+    n_lines = size_bytes // line_bytes
+    if n_lines < 1 or ways < 1 or n_lines % ways:
+        raise ValueError(f"cache of {size_bytes} B with {line_bytes}-B lines cannot be {ways}-way associative")
+    return n_lines // ways
+
+
+def metadata_hits(which: np.ndarray, entry: np.ndarray, first: np.ndarray, per_line: int, bounds: np.ndarray,
+                  size_bytes: int, line_bytes: int, ways: int, replays: int = 2) -> np.ndarray:
+    """Hits per segment (ending at ``bounds``) of an LRU set-associative cache replaying the lines
+    ``first[which] + entry // per_line`` ``replays`` times, counted in the last replay; the lines are computed as
+    the replay goes, never stored (10^8 accesses or more)."""
+    n_sets = _geometry(size_bytes, line_bytes, ways)
+    if per_line < 1 or replays < 1:
+        raise ValueError(f"{per_line} entries per metadata line, {replays} replays: each must be at least 1")
+    bounds = np.ascontiguousarray(bounds if len(bounds) else [0], dtype=np.int64)
+    return _set_assoc_lru(readonly(np.ascontiguousarray(which, dtype=np.int32)),
+                          readonly(np.ascontiguousarray(entry, dtype=np.int64)),
+                          readonly(np.ascontiguousarray(first, dtype=np.int64)), int(per_line), _shift(int(per_line)),
+                          readonly(bounds), n_sets, ways, int(replays))
 
 
 def set_associative_hits_per_segment(lines: np.ndarray, bounds: np.ndarray, size_bytes: int, line_bytes: int,
                                      ways: int) -> np.ndarray:
     """Hits of an LRU set-associative cache replaying ``lines``, per segment ending at ``bounds``."""
-    n_lines = size_bytes // line_bytes
-    if n_lines < 1 or ways < 1 or n_lines % ways:
-        raise ValueError(f"cache of {size_bytes} B with {line_bytes}-B lines cannot be {ways}-way associative")
-    bounds = np.ascontiguousarray(bounds if len(bounds) else [0], dtype=np.int64)
-    return _set_assoc_lru(readonly(np.ascontiguousarray(lines, dtype=np.int64)), readonly(bounds), n_lines // ways,
-                          ways)
+    lines = np.asarray(lines)
+    return metadata_hits(np.zeros(lines.size, np.int32), lines, np.zeros(1, np.int64), 1, bounds, size_bytes,
+                         line_bytes, ways, replays=1)
 
 
 def set_associative_hits(lines: np.ndarray, size_bytes: int, line_bytes: int, ways: int) -> int:
@@ -118,3 +162,83 @@ def page_faults(pages: np.ndarray, capacity_pages: int, warm_start: int = 0) -> 
         raise ValueError(f"device capacity of {capacity_pages} pages: at least one page must fit")
     n = int(pages.max()) + 1 if pages.size else 1
     return int(_page_lru_faults(readonly(pages), n, int(capacity_pages), int(warm_start)))
+
+
+@nb.njit(cache=True)
+def _merge(entries, sizes, cols, which, entry):
+    k = sizes.shape[0]
+    start = np.zeros(k, np.int64)
+    for s in range(1, k):
+        start[s] = start[s - 1] + sizes[s - 1]
+    pos = np.zeros(k, np.int64)
+    key = np.full(k, np.inf)
+    for s in range(k):
+        if sizes[s] > 0:
+            key[s] = 0.5 / sizes[s]
+    for t in range(entries.shape[0]):
+        best = 0
+        for s in range(1, k):
+            if key[s] < key[best]:  # strict: a tie goes to the earlier stream
+                best = s
+        which[t] = cols[best]
+        entry[t] = entries[start[best] + pos[best]]
+        pos[best] += 1
+        key[best] = (pos[best] + 0.5) / sizes[best] if pos[best] < sizes[best] else np.inf
+
+
+def merge(entries: np.ndarray, sizes: np.ndarray, cols: np.ndarray, which: np.ndarray, entry: np.ndarray) -> None:
+    """Streams running side by side, in the order their accesses happen: the i-th access of a stream of n at time
+    (i + 1/2) / n, ties in stream order (a stable sort by that time, by a k-way merge: O(accesses x streams)).
+    ``entries``: the streams concatenated, of ``sizes`` accesses each, to allocations ``cols``; writes each
+    access's allocation into ``which`` (int32) and its entry into ``entry`` (int64)."""
+    sizes = np.ascontiguousarray(sizes, dtype=np.int64)
+    if (sizes < 0).any() or sizes.sum() != entries.size or which.size != entries.size or entry.size != entries.size:
+        raise ValueError(f"{entries.size} accesses, streams of {sizes.tolist()}, outputs of {which.size} and "
+                         f"{entry.size}: they must agree")
+    if which.dtype != np.int32 or entry.dtype != np.int64:
+        raise ValueError(f"outputs of {which.dtype} and {entry.dtype}: int32 and int64 expected")
+    _merge(readonly(np.ascontiguousarray(entries, dtype=np.int64)), readonly(sizes),
+           readonly(np.ascontiguousarray(cols, dtype=np.int32)), which, entry)
+
+
+def merge_order(sizes: np.ndarray) -> np.ndarray:
+    """The order (indices into the streams' concatenation) in which streams of ``sizes`` accesses happen side
+    by side (:func:`merge`)."""
+    sizes = np.ascontiguousarray(sizes, dtype=np.int64)
+    total = int(sizes.sum())
+    order = np.empty(total, np.int64)
+    merge(np.arange(total, dtype=np.int64), sizes, np.zeros(sizes.size, np.int32), np.empty(total, np.int32), order)
+    return order
+
+
+@nb.njit(cache=True)
+def _page_sequence(which, entry, first, mul, div, shift, bounds):
+    """Two passes, counting then writing: the result is far shorter than the accesses (10^8 or more)."""
+    n = 0
+    for fill in (False, True):
+        out = np.empty(n if fill else 0, np.int64)
+        n = 0
+        last = -1
+        start = 0
+        for k in range(bounds.shape[0]):
+            for t in range(start, bounds[k]):
+                page = first[which[t]] + _scaled(entry[t], mul, div, shift)
+                if t == start or page != last:
+                    if fill:
+                        out[n] = page
+                    n += 1
+                    last = page
+            start = bounds[k]
+    return out
+
+
+def page_sequence(which: np.ndarray, entry: np.ndarray, bounds: np.ndarray, first: np.ndarray, entry_bytes: int,
+                  page_bytes: int) -> np.ndarray:
+    """The pages ``first[which] + entry * entry_bytes // page_bytes`` each kernel (ending at ``bounds``) touches,
+    in order, a run of accesses to one page counted once (it migrates once)."""
+    if entry_bytes < 1 or page_bytes < 1:
+        raise ValueError(f"{entry_bytes}-B entries, {page_bytes}-B pages: each must be at least one byte")
+    return _page_sequence(readonly(np.ascontiguousarray(which, dtype=np.int32)),
+                          readonly(np.ascontiguousarray(entry, dtype=np.int64)),
+                          readonly(np.ascontiguousarray(first, dtype=np.int64)), int(entry_bytes), int(page_bytes),
+                          _shift(int(page_bytes)), readonly(np.ascontiguousarray(bounds, dtype=np.int64)))

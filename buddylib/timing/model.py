@@ -77,6 +77,8 @@ class Workset:
     index_arrays: dict[str, np.ndarray] = field(default_factory=dict)
     compressor: str = "bpc32"
     _streams: list | None = field(default=None, repr=False)
+    _merged: tuple | None = field(default=None, repr=False)
+    _hists: tuple | None = field(default=None, repr=False)
 
     @classmethod
     def load(cls, path: str | Path, compressor: str = "bpc32") -> Workset:
@@ -104,6 +106,27 @@ class Workset:
             self._streams = [[(a.allocation, _entries(a, allocs[a.allocation], allocs, self.index_arrays, rng),
                                a.passes) for a in k.accesses] for k in self.profile.kernels]
         return self._streams
+
+    def merged(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every kernel's accesses as they happen side by side (:func:`~buddylib.timing.caches.merge_order`),
+        kernel after kernel:
+        ``(which, entry, bounds)``, the position of each access's allocation in ``last.allocations``, its entry
+        id, and where each kernel's accesses end. Computed once: the metadata cache and Unified Memory map the
+        same order to their own lines and pages."""
+        if self._merged is None:
+            col = {a.name: i for i, a in enumerate(self.last.allocations)}
+            kernels = self.streams()
+            bounds = np.cumsum([sum(ent.size for _, ent, _ in acc) for acc in kernels], dtype=np.int64)
+            which = np.empty(int(bounds[-1]) if bounds.size else 0, np.int32)
+            entry = np.empty(which.size, np.int64)
+            for accesses, end in zip(kernels, bounds, strict=True):
+                sizes = np.array([ent.size for _, ent, _ in accesses], dtype=np.int64)
+                if sizes.sum():
+                    span = slice(end - sizes.sum(), end)
+                    caches.merge(np.concatenate([ent for _, ent, _ in accesses]), sizes,
+                                 np.array([col[n] for n, _, _ in accesses]), which[span], entry[span])
+            self._merged = (which, entry, bounds)
+        return self._merged
 
 
 #: Element sizes of dtypes numpy does not know (raw tensors the readers label by name).
@@ -165,7 +188,14 @@ def _entries(access, alloc, allocs, index_arrays, rng) -> np.ndarray:
 
 
 def _sector_hists(ws: Workset) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Per kernel and allocation: accessed-entry counts per sector value (x passes)."""
+    """Per kernel and allocation: accessed-entry counts per sector value (x passes); computed once per workset
+    (they do not depend on the targets)."""
+    if ws._hists is None:
+        ws._hists = _count_sectors(ws)
+    return ws._hists
+
+
+def _count_sectors(ws: Workset) -> tuple[list[str], np.ndarray, np.ndarray]:
     names = [a.name for a in ws.last.allocations]
     col = {n: i for i, n in enumerate(names)}
     sectors = {a.name: a.sectors[ws.compressor] for a in ws.last.allocations}
@@ -177,35 +207,16 @@ def _sector_hists(ws: Workset) -> tuple[list[str], np.ndarray, np.ndarray]:
     return names, h, flops
 
 
-def _metadata_lines(ws: Workset, per_line: int) -> list[np.ndarray]:
-    """Per kernel, the metadata lines its entry accesses touch, in order."""
-    base, offset = {}, 0
-    for a in ws.last.allocations:
-        base[a.name] = offset
-        offset += -(-a.n_entries // per_line)
-    return [_interleave([(base[n] + ent // per_line) for n, ent, _ in accesses]) for accesses in ws.streams()]
-
-
-def _metadata_misses(ws: Workset, params: Params, seqs: list[np.ndarray] | None = None) -> np.ndarray:
-    """Metadata-cache misses per kernel, replaying the iteration twice (the second is counted)."""
-    seqs = _metadata_lines(ws, params.entries_per_metadata_line) if seqs is None else seqs
-    lines = np.concatenate(seqs + seqs) if seqs else np.zeros(0, np.int64)
-    bounds = np.cumsum([s.size for s in seqs + seqs])
-    hits = caches.set_associative_hits_per_segment(lines, bounds, params.metadata_cache_bytes,
-                                                   params.metadata_line_bytes, params.metadata_ways)
-    return np.array([s.size for s in seqs], dtype=float) - hits[len(seqs):]
-
-
-def _interleave(streams: Sequence[np.ndarray]) -> np.ndarray:
-    """Merge the accesses of one kernel's streams as they happen side by side."""
-    streams = [s for s in streams if s.size]
-    if not streams:
-        return np.zeros(0, np.int64)
-    if len(streams) == 1:
-        return streams[0].astype(np.int64)
-    t = np.concatenate([(np.arange(s.size) + 0.5) / s.size for s in streams])
-    order = np.argsort(t, kind="stable")
-    return np.concatenate(streams).astype(np.int64)[order]
+def _metadata_misses(ws: Workset, params: Params) -> np.ndarray:
+    """Metadata-cache misses per kernel, replaying the iteration twice (the second is counted): each entry
+    access reads the metadata line of its allocation holding its entry's bits (allocations' lines follow
+    each other)."""
+    per_line = params.entries_per_metadata_line
+    which, entry, bounds = ws.merged()
+    first = np.cumsum([0] + [-(-a.n_entries // per_line) for a in ws.last.allocations], dtype=np.int64)
+    hits = caches.metadata_hits(which, entry, first, per_line, bounds, params.metadata_cache_bytes,
+                                params.metadata_line_bytes, params.metadata_ways)
+    return np.diff(bounds, prepend=0).astype(float) - hits
 
 
 def traffic(ws: Workset, targets: dict[str, float]) -> dict[str, np.ndarray]:
@@ -265,13 +276,10 @@ def um_slowdown(ws: Workset, capacity_ratio: float, g: GPU, lk: Link, params: Pa
     resident (LRU eviction), each costing ``um_fault_seconds`` plus the page over the link.
     """
     page = params.um_page_bytes
-    base, offset = {}, 0
-    for a in ws.last.allocations:
-        base[a.name] = offset
-        offset += -(-a.nbytes // page) * page  # allocations start on page boundaries
-    seqs = [_collapse(_interleave([(base[n] + ent * ENTRY_BYTES) // page for n, ent, _ in accesses]))
-            for accesses in ws.streams()]
-    one = np.concatenate(seqs) if seqs else np.zeros(0, np.int64)
+    # allocations start on page boundaries
+    first = np.cumsum([0] + [-(-a.nbytes // page) for a in ws.last.allocations], dtype=np.int64)
+    offset = int(first[-1]) * page
+    one = caches.page_sequence(*ws.merged(), first, ENTRY_BYTES, page)
     capacity = max(1, int(offset / capacity_ratio) // page)
     faults = caches.page_faults(np.concatenate([one, one]), capacity, warm_start=one.size)
     tr = traffic(ws, {})
@@ -303,10 +311,8 @@ def sweep(ws: Workset, gpus: Sequence[str] = (paper.HEADLINE["gpu"],), links: Se
         raise ValueError(f"outstanding {min(in_flight)}: at least one link request must be in flight")
     credits = [bool(c) for c in bandwidth_credit]
     thresholds = list(layout.check_threshold(thresholds))
-    seqs = _metadata_lines(ws, params.entries_per_metadata_line)  # the same for every cache size
-    misses = {c: _metadata_misses(ws, Params(**{**params.__dict__, "metadata_cache_bytes": c}), seqs)
-              for c in cache_sizes}
-    n_accesses = float(sum(s.size for s in seqs))
+    misses = {c: _metadata_misses(ws, Params(**{**params.__dict__, "metadata_cache_bytes": c})) for c in cache_sizes}
+    n_accesses = float(ws.merged()[1].size)
     shape = (len(gpus), len(links), len(thresholds), len(latency_scales), len(cache_sizes), len(in_flight),
              len(credits))
     out = {k: np.zeros(shape) for k in ("slowdown", "baseline_seconds", "buddy_seconds")}
