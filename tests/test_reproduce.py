@@ -92,7 +92,8 @@ def test_cached_results_write_back_whole_names(tmp_path: Path) -> None:
 
 
 def test_caches_made_by_other_code_are_recomputed(tmp_path: Path, monkeypatch) -> None:
-    """A cached run or slowdown made before the code changed is never reused (it would be a stale number)."""
+    """A cached run, slowdown or analysis made before the code changed is never reused (it would be a stale
+    number); one made by the same code is, exactly as computed."""
     import json
 
     from buddylib import workloads
@@ -109,10 +110,23 @@ def test_caches_made_by_other_code_are_recomputed(tmp_path: Path, monkeypatch) -
     experiments.slowdowns(["ostencil"], "quick", data=data, progress=False)
     assert sweep.stat().st_mtime_ns == swept  # same run, same code: reused
 
+    fresh = experiments.workload_ratios(["ostencil"], "quick", data=data, progress=False)
+    (ratios,) = data.glob("ostencil-quick-s0.ratios-*.nc")
+    analysed = ratios.stat().st_mtime_ns
+    again = experiments.workload_ratios(["ostencil"], "quick", data=data, progress=False)
+    assert ratios.stat().st_mtime_ns == analysed  # reused: the same dataset, variables' types and attributes too
+    xr.testing.assert_identical(again, fresh)
+    assert again.attrs == fresh.attrs and {v: again[v].dtype for v in again.variables} == \
+        {v: fresh[v].dtype for v in fresh.variables}
+    other = experiments.workload_ratios(["ostencil"], "quick", data=data, thresholds=[0.3], progress=False)
+    assert len(list(data.glob("ostencil-quick-s0.ratios-*.nc"))) == 2 and other.threshold.values.tolist() == [0.3]
+
     monkeypatch.setattr(experiments, "code_version", lambda *parts: "other-code")
     experiments.slowdowns(["ostencil"], "quick", data=data, progress=False)
     assert sweep.stat().st_mtime_ns > swept  # the timing model changed: recomputed
     assert xr.open_dataset(sweep).attrs["code"].startswith("other-code+")
+    experiments.workload_ratios(["ostencil"], "quick", data=data, progress=False)
+    assert ratios.stat().st_mtime_ns > analysed  # the analysis changed: recomputed
 
     meta = json.loads(profile.read_text())
     profile.write_text(json.dumps({**meta, "code": "before-a-compressor-fix"}))

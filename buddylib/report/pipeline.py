@@ -74,6 +74,7 @@ def execute(task: Task, data: str, seed: int = 0, notebook_args: dict[str, Any] 
     if task.kind == "run":
         workloads.cached_run(task.name, task.scale, seed, data)
         experiments.slowdowns([task.name], task.scale, seed, data, progress=False)
+        experiments.workload_ratios([task.name], task.scale, seed, data, progress=False)  # what notebooks 01-04 read
     elif task.kind == "paper":
         _in_child(workloads.cached_run, task.name, "paper", seed, data)
     elif task.kind == "batch":

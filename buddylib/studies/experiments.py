@@ -7,6 +7,7 @@ with a ``workload`` dimension.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,6 +36,15 @@ THRESHOLDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 #: The CNNs of the larger-batch study (notebook 07) and the mini-batch sizes measured at each scale.
 BATCH_NETWORKS = ("alexnet", "vgg16", "resnet50", "squeezenet", "inception", "resnet50_bf16")
 BATCHES = {"quick": (4, 8, 16, 32), "default": (8, 16, 32, 64, 128)}
+#: What names a result cached beside a run (:func:`slowdowns`, :func:`workload_ratios`): remade from the run and
+#: the code, never part of a committed folder of runs.
+CACHED = (".slowdown-", ".ratios-")
+
+
+def cached_result(path: str | Path) -> bool:
+    """Whether ``path`` names a result cached beside a run (or a temporary file of one being written)."""
+    name = Path(path).name
+    return name.startswith(".") or any(c in name for c in CACHED)
 
 
 def data_folder(scale: str | float, seed: int = 0, data_dir: str | Path | None = None) -> Path:
@@ -61,14 +71,25 @@ def workload_ratios(names: Sequence[str], scale: str | float = "quick", seed: in
     """Capacity results of every snapshot of every workload: dims (workload, snapshot, ...).
 
     Per-allocation variables are reduced to per-kind sums (``kind`` dimension) so workloads
-    with different allocations stack. ``seconds`` is the time to run (or load) and analyse.
+    with different allocations stack. ``seconds`` is the time it took to run (or load) and analyse.
+    Each workload's result is cached beside its run (``.ratios-KEY.nc``, ``KEY`` naming the thresholds,
+    compressors and policy) and reused while the run and the analysis code are unchanged, so notebooks and
+    checks that analyse the same runs analyse them once.
     """
     parts = []
+    key = hashlib.sha256(repr(([float(t) for t in thresholds], list(compressors), policy)).encode()).hexdigest()[:10]
     for name in tqdm(list(names), desc="workloads", unit="workload", disable=not progress):
         t0 = time.perf_counter()
-        snaps = snapshot.load(workloads.cached_run(name, scale, seed, data, regenerate))
-        ds = analyze(snaps, compressors, thresholds=thresholds, policy=policy, progress=False)
-        parts.append(_per_workload(ds, name, time.perf_counter() - t0))
+        run_path = workloads.cached_run(name, scale, seed, data, regenerate)
+        cache = run_path.with_suffix(f".ratios-{key}.nc")
+        part = _reused(cache, run_path, name)
+        if part is None:
+            ds = analyze(snapshot.load(run_path), compressors, thresholds=thresholds, policy=policy, progress=False)
+            part = _per_workload(ds, name, time.perf_counter() - t0)
+            # netCDF reads strings back as fixed-width and integer attributes as numpy's: say which were objects
+            objects = ",".join(str(v) for v in part.variables if part[v].dtype == object)
+            save_cache(part.assign_attrs(code=analysis_code(name), object_variables=objects), cache)
+        parts.append(part)
     return xr.concat(parts, "workload", join="outer", coords="different", compat="equals",
                      combine_attrs="drop_conflicts")
 
@@ -107,11 +128,10 @@ def slowdowns(names: Sequence[str], scale: str | float = "quick", seed: int = 0,
     for name in tqdm(list(names), desc="timing model", unit="workload", disable=not progress):
         run_path = workloads.cached_run(name, scale, seed, data)
         cache = run_path.with_suffix(f".slowdown-t{threshold:g}.nc")
-        if cache.exists() and cache.stat().st_mtime >= run_path.stat().st_mtime:  # same run ...
-            cached = _load_cached(cache)
-            if cached.attrs.get("code") == analysis_code(name):  # ... and same code: reuse
-                out.append(cached)
-                continue
+        cached = _reused(cache, run_path, name, keep_code=True)
+        if cached is not None:
+            out.append(cached)
+            continue
         ws = Workset.load(run_path)
         ds = sweep(ws, gpus=["V100-32GB", "A100-80GB", "H100-80GB", "H200-141GB"], links=list(LINKS),
                    thresholds=[0.1, 0.2, 0.3, 0.4, 0.5], latency_scales=[0.5, 1, 2, 4, 8],
@@ -256,6 +276,23 @@ def save_cache(ds: xr.Dataset, path: Path) -> None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _reused(cache: Path, run_path: Path, name: str, keep_code: bool = False) -> xr.Dataset | None:
+    """The result cached at ``cache`` if it was made from the run now at ``run_path`` (not older than it) by the
+    analysis code of now (its ``code`` attribute, dropped unless ``keep_code``); else None."""
+    if not cache.exists() or cache.stat().st_mtime < run_path.stat().st_mtime:
+        return None
+    cached = _load_cached(cache)
+    if cached.attrs.get("code") != analysis_code(name):
+        return None
+    if keep_code:
+        return cached
+    del cached.attrs["code"]
+    for v in filter(None, cached.attrs.pop("object_variables", "").split(",")):
+        cached[v] = cached[v].astype(object)
+    cached.attrs = {k: v.item() if isinstance(v, np.generic) else v for k, v in cached.attrs.items()}
+    return cached
 
 
 def _load_cached(path: Path) -> xr.Dataset:

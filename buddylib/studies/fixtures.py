@@ -75,7 +75,7 @@ def generate(folder: str | Path = FOLDER, names: Sequence[str] | None = None, pr
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "scale": SCALE, "seed": SEED, "code": code_version(*RUN_SOURCES), "machine": machine(),
             "workloads": {n: _profile(tmp, n)["digest"] for n in names},
-            "files": {p.name: _sha256(p) for p in sorted(tmp.iterdir())},
+            "files": {p.name: _sha256(p) for p in sorted(tmp.iterdir()) if not experiments.cached_result(p)},
         }
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
         if folder.exists():
