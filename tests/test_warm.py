@@ -112,3 +112,15 @@ def test_groups_shared_among_processes_by_cost() -> None:
         assert sorted(g for s in shares for g in s) == sorted(warm.GROUPS) and len(shares) == min(n, len(warm.GROUPS))
         loads = [sum(warm.COST[g] for g in s) for s in shares]
         assert max(loads) - min(loads) <= max(warm.COST.values())  # none waits on the others by more than a group
+
+
+def test_bytecode_names_modules_this_environment_has() -> None:
+    """``make``'s install writes the bytecode of these (``python -m buddylib.warm --bytecode``): a name that no
+    longer resolves (a package dropped or renamed) would silently leave its modules to compile in every process."""
+    import importlib.util
+
+    names = [*warm.IMPORTED_LATER[0], *warm.IMPORTED_LATER[1], *warm.COMPILED_WHOLE]
+    assert len(set(names)) == len(names)
+    missing = [n for n in names if importlib.util.find_spec(n) is None]
+    assert missing == []
+    assert all(importlib.util.find_spec(n).submodule_search_locations for n in warm.COMPILED_WHOLE)  # packages
