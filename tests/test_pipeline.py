@@ -79,12 +79,12 @@ def test_cli_cluster_and_serial_give_identical_results(cli_cluster: str, tmp_pat
     """Runs and sweeps made by workers of a cluster started with dask's command line are those made here,
     one after another; a notebook runs there too; relative folders mean folders here, not the workers'."""
     monkeypatch.chdir(tmp_path)
-    tasks = pipeline.generation_tasks("quick", ["ostencil", "squeezenet"])
-    assert [t.label for t in tasks] == ["run:squeezenet@quick", "run:ostencil@quick"]  # the longest first
+    tasks = pipeline.generation_tasks("quick", ["ostencil", "transformer"])
+    assert [t.label for t in tasks] == ["run:transformer@quick", "run:ostencil@quick"]  # the longest first
     serial = pipeline.run_all(tasks, Path("serial"), scheduler="serial")
     cluster = pipeline.run_all(tasks, Path("cluster"), scheduler=cli_cluster)
     assert set(serial) == set(cluster) == {t.label for t in tasks}
-    for name in ("ostencil", "squeezenet"):
+    for name in ("ostencil", "transformer"):
         stem = f"{name}-quick-s0"
         digests = [json.loads((tmp_path / d / f"{stem}.profile.json").read_text())["digest"]
                    for d in ("serial", "cluster")]
