@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from buddylib.snapshot import Allocation, Snapshot
 from buddylib.timing import LINKS, Params, Workset, gpu, link, sweep, traffic, um_slowdown
-from buddylib.timing.caches import page_faults, set_associative_hits
+from buddylib.timing.caches import merge_order, metadata_hits, page_faults, page_sequence, set_associative_hits
 from buddylib.timing.model import _metadata_misses, kernel_times, targets_for
 from buddylib.workloads import Access, AccessProfile, Kernel
 
@@ -66,6 +66,47 @@ def test_metadata_cache_hit_rates() -> None:
     assert 1 - rnd / E < 0.2
     lines = np.arange(10_000) // 4  # 4 accesses per line, pure stream
     assert set_associative_hits(lines, 4096, 32, 8) == 10_000 - 2_500
+
+
+def _lru_hits(lines: list[int], n_sets: int, ways: int) -> int:
+    """The set-associative LRU by the book: each set an ordered list, most recent last."""
+    sets: list[list[int]] = [[] for _ in range(n_sets)]
+    hits = 0
+    for line in lines:
+        s = sets[line % n_sets]
+        if line in s:
+            hits += 1
+            s.remove(line)
+        elif len(s) == ways:
+            s.pop(0)
+        s.append(line)
+    return hits
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 40), max_size=60), min_size=1, max_size=4),
+       st.sampled_from([(1024, 32, 2), (768, 32, 8), (4096, 64, 4)]), st.integers(1, 70))
+def test_compiled_replays_are_the_textbook_ones(streams, cache, per_line) -> None:
+    """The streams' merge is the stable sort by (i + 1/2) / n; the metadata cache's hits those of a plain LRU
+    over the lines, counted in the second replay; the pages each kernel touches, repeats dropped."""
+    sizes = np.array([len(x) for x in streams])
+    order = merge_order(sizes)
+    times = np.concatenate([(np.arange(n) + 0.5) / n for n in sizes])
+    assert order.tolist() == np.argsort(times, kind="stable").tolist()
+    first = np.array([0, 3, 7, 20])
+    which = np.concatenate([np.full(n, i, np.int32) for i, n in enumerate(sizes)])[order]
+    entry = np.concatenate([np.asarray(x, np.int64) for x in streams] + [np.zeros(0, np.int64)])[order]
+    bounds = np.array([entry.size // 2, entry.size])  # two kernels
+    lines = (first[which] + entry // per_line).tolist()
+    size, line_bytes, ways = cache
+    hits = metadata_hits(which, entry, first, per_line, bounds, size, line_bytes, ways)
+    n_sets = size // line_bytes // ways
+    twice = _lru_hits(lines + lines, n_sets, ways) - _lru_hits(lines, n_sets, ways)
+    assert hits.sum() == twice
+    pages = (first[which] + entry * 128 // (per_line * 64)).tolist()
+    expected = [p for k, (lo, hi) in enumerate([(0, bounds[0]), (bounds[0], bounds[1])])
+                for i, p in enumerate(pages[lo:hi]) if i == 0 or p != pages[lo + i - 1]]
+    assert page_sequence(which, entry, bounds, first, 128, per_line * 64).tolist() == expected
 
 
 def test_unified_memory_thrashes_on_cyclic_sweep() -> None:
