@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import subprocess
@@ -41,18 +42,22 @@ class _EveryWorkload:
 
     def test_bpc_round_trips_every_allocation(self, quick_run: workloads.Run) -> None:
         """BPC on every allocation; the code of 16-bit floats on every 16-bit one (a training step's bf16 tensors
-        are labelled int16: numpy has no bfloat16)."""
+        are labelled int16: numpy has no bfloat16). Bytes already round-tripped with their dtype are not again
+        (minilm's frozen weights: 152 of its 413 MiB are distinct; the codes are deterministic)."""
         half = {"bfloat16": get_compressor("ebo-bf16"), "int16": get_compressor("ebo-bf16"),
                 "float16": get_compressor("ebo-fp16")}
-        for width in ("bpc32", "bpc64"):
-            bpc = get_compressor(width)
-            for snap in quick_run.snapshots[:: max(1, len(quick_run.snapshots) // 3)]:
-                for a in snap.allocations:
-                    raw = np.asarray(a.data)
-                    assert bpc.decode(bpc.encode(raw)) == raw.tobytes(), f"{a.name} step {snap.step}"
-                    if width == "bpc32" and a.dtype in half:
-                        code = half[a.dtype]
-                        assert code.decode(code.encode(raw)) == raw.tobytes(), f"{a.name} step {snap.step}"
+        bpcs = [get_compressor(width) for width in ("bpc32", "bpc64")]
+        seen: set[tuple[str, bytes]] = set()
+        for snap in quick_run.snapshots[:: max(1, len(quick_run.snapshots) // 3)]:
+            for a in snap.allocations:
+                raw = np.asarray(a.data)
+                data = raw.tobytes()
+                key = (a.dtype, hashlib.blake2b(data, digest_size=16).digest())
+                if key in seen:
+                    continue
+                seen.add(key)
+                for code in bpcs + ([half[a.dtype]] if a.dtype in half else []):
+                    assert code.decode(code.encode(raw)) == data, f"{a.name} step {snap.step}: {code.name}"
 
 
 @pytest.fixture(scope="class")
