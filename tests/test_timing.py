@@ -104,7 +104,7 @@ def test_compiled_replays_are_the_textbook_ones(streams, cache, per_line) -> Non
     twice = _lru_hits(lines + lines, n_sets, ways) - _lru_hits(lines, n_sets, ways)
     assert hits.sum() == twice
     pages = (first[which] + entry * 128 // (per_line * 64)).tolist()
-    expected = [p for k, (lo, hi) in enumerate([(0, bounds[0]), (bounds[0], bounds[1])])
+    expected = [p for lo, hi in [(0, bounds[0]), (bounds[0], bounds[1])]
                 for i, p in enumerate(pages[lo:hi]) if i == 0 or p != pages[lo + i - 1]]
     assert page_sequence(which, entry, bounds, first, 128, per_line * 64).tolist() == expected
 
