@@ -400,6 +400,9 @@ def _fixtures(args: argparse.Namespace) -> int:
     from buddylib.studies import fixtures
 
     args.folder = args.folder or fixtures.FOLDER
+    if args.record_digests:
+        print(f"wrote {fixtures.record_digests()}")
+        return 0
     if args.check:
         report = fixtures.check(args.folder, progress=True)
         print(report.to_string())
@@ -561,6 +564,9 @@ def _parser() -> argparse.ArgumentParser:
                                    "that the notebooks read by default, or with --check remake them in a temporary "
                                    "folder and compare: HPC bit for bit, DL within a stated tolerance.")
     f.add_argument("--check", action="store_true", help="compare a fresh run with the fixtures; write nothing")
+    f.add_argument("--record-digests", action="store_true",
+                   help="record this machine's digest of each fixture run in data/fixtures/digests.json: where a "
+                        "test's run gives a recorded digest, it need not run it again to check the same seed's bytes")
     f.add_argument("--folder", default=None, help="fixture folder (default data/fixtures/quick of this checkout)")
     f.set_defaults(func=_fixtures)
 

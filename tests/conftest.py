@@ -15,8 +15,7 @@ LONG = (
     "tests/test_workloads.py::TestDLExtra",
     "tests/test_workloads.py::TestDL",
     "tests/workloads/dl/test_dl.py",
-    "tests/test_reproduce.py",
-    "tests/test_pipeline.py",
+    "tests/test_pipeline.py",  # with the small reproduce run on its cluster
     "tests/test_workloads.py::TestHPC",
     "tests/test_summaries.py",
     "tests/workloads/dl/test_caffe.py",

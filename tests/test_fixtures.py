@@ -2,7 +2,8 @@
 
 That this machine makes them too is checked with each workload's quick run in tests/test_workloads.py
 (``test_same_seed_same_bytes``): HPC bit for bit against the fixtures' digests, DL by the fixture check
-(:func:`buddylib.studies.fixtures.check`), whose run is also the second run of the same seed there.
+(:func:`buddylib.studies.fixtures.check`) on that run, whose digest is also looked up among the recorded ones
+(:func:`buddylib.studies.fixtures.known_digests`), else compared with a second run of the same seed there.
 """
 
 from __future__ import annotations
@@ -65,3 +66,36 @@ def test_a_run_made_in_a_notebook_prints_one_line_not_a_bar(tmp_path: Path, monk
     err = capsys.readouterr().err
     assert err.splitlines() == [next(line for line in err.splitlines() if line.startswith("ran ostencil at scale 5"))]
     assert "step/s" not in err and "%|" not in err
+
+
+def test_recorded_digests_name_registered_workloads_and_their_machine(tmp_path: Path) -> None:
+    """digests.json: each machine's digests of registered workloads; recording here adds this machine's without
+    losing another's, and a second recording replaces this machine's digests (keeping the workloads it left out)."""
+    from buddylib.provenance import machine
+
+    book = json.loads(fixtures.DIGESTS.read_text())
+    names = {n for s in fixtures.SUITES for n in workloads.names(s)}
+    for entry in book["machines"]:
+        assert set(entry["workloads"]) <= names and {"cpu", "torch_cpu_capability"} <= set(entry["machine"])
+    path = tmp_path / "digests.json"
+    other = {**machine(), "cpu": "another CPU"}
+    path.write_text(json.dumps({"machines": [{"machine": other, "date": "then", "workloads": {"ostencil": "x"}}]}))
+    fixtures.record_digests(["ostencil"], path, progress=False)
+    fixtures.record_digests(["swim"], path, progress=False)
+    entries = json.loads(path.read_text())["machines"]
+    assert [e["machine"] for e in entries] == [other, machine()]
+    assert set(entries[1]["workloads"]) == {"ostencil", "swim"}
+    made = {"ostencil": MADE["workloads"]["ostencil"], "swim": MADE["workloads"]["swim"]}
+    if fixtures.fma_avx2() and MADE["machine"]["fma_avx2"] and MADE["machine"]["libc"] == machine()["libc"]:
+        assert entries[1]["workloads"] == made  # the HPC proxies' bytes are the fixtures' on such a CPU
+    known = fixtures.known_digests("ostencil", path)
+    assert known[MADE["workloads"]["ostencil"]][0].startswith(MADE["machine"]["cpu"])
+    assert known["x"] == ["another CPU (then)"]
+
+
+def test_the_check_takes_a_run_only_at_the_fixtures_scale_and_seed_with_its_compressors() -> None:
+    run = workloads.get("ostencil").run("quick", seed=1, compressors=["bpc32"])
+    with pytest.raises(ValueError, match=r"runs\['ostencil'\]: a run of ostencil at scale quick, seed 1"):
+        fixtures.check(names=["ostencil"], runs={"ostencil": run})
+    report = fixtures.check(names=["ostencil"], runs={"ostencil": workloads.get("ostencil").run("quick", seed=0)})
+    assert report.ok.all() and report.loc["ostencil", "identical"] == report.loc["ostencil", "exact_expected"]

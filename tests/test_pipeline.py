@@ -1,4 +1,5 @@
-"""make reproduce's parallel steps: the same results on a dask cluster as one after another."""
+"""make reproduce's parallel steps: the same results on a dask cluster as one after another; and the whole pipeline
+end to end, small, on the workers of a cluster started with dask's command line (one cluster for the module)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import xarray as xr
 
+from buddylib import analysis, paper, snapshot
 from buddylib.report import pipeline, reproduce
 
 
@@ -74,28 +77,80 @@ def _signal_group(p: subprocess.Popen, sig: int) -> None:
         pass
 
 
-def test_cli_cluster_and_serial_give_identical_results(cli_cluster: str, tmp_path: Path,
+def test_cli_cluster_and_serial_give_identical_results(small_run: Path, cli_cluster: str, tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Runs and sweeps made by workers of a cluster started with dask's command line are those made here,
-    one after another; a notebook runs there too; relative folders mean folders here, not the workers'."""
+    one after another (ostencil's: the small reproduce run's, which ran a notebook there too); relative folders
+    mean folders here, not the workers'."""
     monkeypatch.chdir(tmp_path)
     tasks = pipeline.generation_tasks("quick", ["ostencil", "transformer"])
     assert [t.label for t in tasks] == ["run:transformer@quick", "run:ostencil@quick"]  # the longest first
     serial = pipeline.run_all(tasks, Path("serial"), scheduler="serial")
-    cluster = pipeline.run_all(tasks, Path("cluster"), scheduler=cli_cluster)
-    assert set(serial) == set(cluster) == {t.label for t in tasks}
-    for name in ("ostencil", "transformer"):
+    cluster = pipeline.run_all(tasks[:1], Path("cluster"), scheduler=cli_cluster)
+    assert set(serial) == {t.label for t in tasks} and set(cluster) == {tasks[0].label}
+    for name, there in (("ostencil", small_run / "data"), ("transformer", tmp_path / "cluster")):
         stem = f"{name}-quick-s0"
-        digests = [json.loads((tmp_path / d / f"{stem}.profile.json").read_text())["digest"]
-                   for d in ("serial", "cluster")]
+        digests = [json.loads((d / f"{stem}.profile.json").read_text())["digest"] for d in (tmp_path / "serial", there)]
         assert digests[0] == digests[1]
-        sweeps = [xr.open_dataset(tmp_path / d / f"{stem}.slowdown-t0.3.nc").load() for d in ("serial", "cluster")]
+        sweeps = [xr.open_dataset(d / f"{stem}.slowdown-t0.3.nc").load() for d in (tmp_path / "serial", there)]
         xr.testing.assert_identical(sweeps[0], sweeps[1])
-    executed = reproduce.run_notebooks(Path("reports"), Path("cluster"), "quick", ["ostencil"], ["02_hpc_ratios"],
-                                       cli_cluster)
-    assert executed[0]["notebook"] == "02_hpc_ratios" and executed[0]["seconds"] > 0
-    assert (tmp_path / "reports/notebooks/02_hpc_ratios.html").stat().st_size > 0
-    assert "hpc_ratios.png" in executed[0]["files"]
+
+
+@pytest.fixture(scope="module")
+def small_run(cli_cluster: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A whole ``make reproduce``, small, on the workers of :func:`cli_cluster`: one workload, one notebook. Returns
+    the folder holding reports/, data/."""
+    tmp_path = tmp_path_factory.mktemp("reproduce")
+    reproduce.run(tmp_path / "reports", bench_mib=1, data=tmp_path / "data", scale="quick",
+                  names=["ostencil"], notebooks=["02_hpc_ratios"], scheduler=cli_cluster)
+    return tmp_path
+
+
+def test_pipeline_small(small_run: Path) -> None:
+    tmp_path = small_run
+    text = (tmp_path / "reports/README.md").read_text()
+    for f in ("bench/bench.csv", "bench/bench.png", "hpc/hpc_ratios.nc", "hpc/hpc_ratios.csv",
+              "slowdown/slowdown.nc", "slowdown/slowdown.csv"):
+        assert (tmp_path / "reports" / f).stat().st_size > 0, f
+    # the index's HPC number is the saved run's final snapshot at the headline configuration, beside the paper's
+    final = analysis.analyze(snapshot.load(tmp_path / "data/ostencil-quick-s0.nc"), [paper.HEADLINE["compressor"]],
+                             thresholds=[paper.HEADLINE["threshold"]]).isel(snapshot=-1)
+    eff = float(paper.headline(final.effective_ratio))
+    hpc = xr.open_dataset(tmp_path / "reports/hpc/hpc_ratios.nc")
+    assert float(paper.headline(hpc.effective_ratio.sel(workload="ostencil"))) == eff
+    row = next(ln for ln in text.splitlines() if ln.startswith("| effective capacity, HPC workloads"))
+    assert row == (f"| effective capacity, HPC workloads (BPC-32, threshold 30%, mean of 1) | {eff:.2f}x (geometric "
+                   f"mean {eff:.2f}x) | {paper.HPC_RATIO_ISCA}x (ISCA), {paper.HPC_RATIO_ARXIV}x (arXiv) |")
+    slow = pd.read_csv(tmp_path / "reports/slowdown/slowdown.csv", index_col=0)
+    nv = float(paper.headline(xr.open_dataset(tmp_path / "reports/slowdown/slowdown.nc").slowdown).item())
+    assert list(slow.index) == ["ostencil"] and slow.loc["ostencil", "NVLink2"] == pytest.approx(100 * (nv - 1))
+    row = next(ln for ln in text.splitlines() if ln.startswith("| slowdown vs ideal GPU, V100-32GB + NVLink2, HPC"))
+    assert f"| {100 * (nv - 1):+.1f}% (range" in row and row.endswith(f"| {paper.SLOWDOWN_TEXT} |")
+    assert paper.CITATION in text
+    assert (tmp_path / "data/ostencil-quick-s0.nc").exists()  # cached for the next run
+    assert (tmp_path / "reports/index.html").exists()
+    assert (tmp_path / "reports/notebooks/02_hpc_ratios.html").exists()
+    assert (tmp_path / "reports/02_hpc_ratios/hpc_ratios.png").exists()
+    assert "](02_hpc_ratios/hpc_ratios.png)" in text  # the index shows the notebook's figure
+    assert "05_slowdown_sensitivity/slowdown_sensitivity.png" not in text  # notebook 05 did not run
+    assert "notebook 02_hpc_ratios" in text
+
+
+def test_small_run_page(small_run: Path, capsys) -> None:
+    """The page's links all resolve; it is rendered again, unchanged, from the results saved beside it; the
+    run's step times are there for the next run's estimate."""
+    from buddylib.report import index_page
+
+    out = small_run / "reports"
+    assert index_page.broken_links(out) == []
+    assert 'href="02_hpc_ratios/hpc_ratios.png"' in (out / "index.html").read_text()  # a thumbnail
+    before = [(out / f).read_text() for f in ("README.md", "index.html")]
+    index_page.rerender(out)
+    assert [(out / f).read_text() for f in ("README.md", "index.html")] == before
+    last = reproduce.last_run_seconds(out)
+    assert {"compressor benchmark", "total", "run:ostencil@quick", "notebook 02_hpc_ratios"} <= set(last)
+    reproduce._Clock(last)
+    assert "make reproduce: about" in capsys.readouterr().out
 
 
 def test_a_failed_task_is_named(cli_cluster: str, tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ import xarray as xr
 from tqdm import tqdm
 
 from buddylib import provenance, snapshot, workloads
+from buddylib.compressors import DEFAULT_COMPRESSORS
 from buddylib.provenance import MANIFEST, RUN_SOURCES, code_version, fma_avx2, frozen, machine
 from buddylib.studies import experiments, fidelity
 
@@ -45,6 +46,10 @@ SUITES = ("hpc", "dl", "dl-extra")
 #: change measured between AVX-512 and the basic instruction set at quick scale (3.1%, inception's
 #: ideal ratio; 5.2% at default scale, vgg16), so another CPU does not fail it; see the README.
 TOLERANCE = 0.10
+#: Each workload's fixture-run digest (quick scale, seed 0: the bytes of every snapshot) as recorded on other machines
+#: beside the fixtures' own (``buddy fixtures --record-digests`` adds or replaces this machine's): a run here that
+#: gives one of them repeated a recorded run of the same seed byte for byte, so a test need not run it a second time.
+DIGESTS = DATA / "fixtures" / "digests.json"
 
 
 def generate(folder: str | Path = FOLDER, names: Sequence[str] | None = None, progress: bool = True) -> Path:
@@ -86,8 +91,11 @@ def generate(folder: str | Path = FOLDER, names: Sequence[str] | None = None, pr
     return folder
 
 
-def check(folder: str | Path = FOLDER, names: Sequence[str] | None = None, progress: bool = False) -> pd.DataFrame:
+def check(folder: str | Path = FOLDER, names: Sequence[str] | None = None, progress: bool = False,
+          runs: Mapping[str, workloads.Run] | None = None) -> pd.DataFrame:
     """Remake the fixtures' runs here, in a temporary folder, and compare them with the committed ones.
+    ``runs``: runs of some of ``names`` already made here at the fixtures' scale and seed, holding every
+    compressor the analysis compares (a test's own run), compared instead of being made again.
 
     One row per workload (and per network of the mini-batch study, ``batch:NAME``): whether its bytes
     are identical (run digests), whether they must be (HPC, on a CPU with FMA and AVX2 and the same C
@@ -102,7 +110,14 @@ def check(folder: str | Path = FOLDER, names: Sequence[str] | None = None, progr
     same_libm = fma_avx2() and made["machine"]["fma_avx2"] and made["machine"]["libc"] == machine()["libc"]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        fresh = experiments.workload_ratios(names, SCALE, SEED, tmp, regenerate=True, progress=progress)
+        for name, run in (runs or {}).items():
+            held = set.intersection(*(set(a.sectors) for s in run.snapshots for a in s.allocations))
+            if (run.workload.name, run.scale, run.seed) != (name, SCALE, SEED) or not set(DEFAULT_COMPRESSORS) <= held:
+                raise ValueError(f"runs[{name!r}]: a run of {run.workload.name} at scale {run.scale}, seed {run.seed} "
+                                 f"with {sorted(held)}; the check needs {name} at scale {SCALE}, seed {SEED} with "
+                                 f"{list(DEFAULT_COMPRESSORS)}")
+            run.save(tmp)  # cached_run reuses it: made by this code
+        fresh = experiments.workload_ratios(names, SCALE, SEED, tmp, progress=progress)
         kept = experiments.workload_ratios(names, SCALE, SEED, folder, progress=False)
         for n in names:
             a, b = kept.sel(workload=n), fresh.sel(workload=n)
@@ -124,6 +139,39 @@ def check(folder: str | Path = FOLDER, names: Sequence[str] | None = None, progr
     out = pd.DataFrame(rows).set_index("workload")
     out["ok"] = out.identical | (~out.exact_expected & out.structure_equal & (out.max_rel_change <= TOLERANCE))
     return out
+
+
+def known_digests(name: str, path: str | Path = DIGESTS) -> dict[str, list[str]]:
+    """The recorded digests of ``name``'s fixture run: ``{digest: [where it was recorded, ...]}`` (the fixtures'
+    machine, and each machine of ``path``)."""
+    made = json.loads((FOLDER / MANIFEST).read_text())
+    entries = [{"machine": made["machine"], "date": made["date"], "workloads": made["workloads"]}]
+    entries += json.loads(Path(path).read_text())["machines"] if Path(path).exists() else []
+    known: dict[str, list[str]] = {}
+    for e in entries:
+        if name in e["workloads"]:
+            known.setdefault(e["workloads"][name], []).append(f"{e['machine']['cpu']} ({e['date']})")
+    return known
+
+
+def record_digests(names: Sequence[str] | None = None, path: str | Path = DIGESTS, progress: bool = True) -> Path:
+    """Run each workload's fixture run here and record its digest in ``path`` under this machine (replacing an
+    entry made on a machine that :func:`~buddylib.provenance.machine` describes the same; its other workloads' digests
+    are kept)."""
+    path = Path(path)
+    names = list(names) if names is not None else [n for s in SUITES for n in workloads.names(s)]
+    here = machine()
+    digests = {n: workloads.get(n).run(SCALE, seed=SEED, compressors=["bpc32"]).digest
+               for n in tqdm(names, desc="digests", unit="workload", disable=not progress)}
+    book = json.loads(path.read_text()) if path.exists() else {
+        "about": "Digests of each workload's fixture run (quick scale, seed 0) recorded on these machines by "
+                 "`buddy fixtures --record-digests` (buddylib.studies.fixtures.record_digests)", "machines": []}
+    before = next((e["workloads"] for e in book["machines"] if e["machine"] == here), {})
+    book["machines"] = [e for e in book["machines"] if e["machine"] != here] + [{
+        "machine": here, "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "scale": SCALE, "seed": SEED, "code": code_version(*RUN_SOURCES), "workloads": before | digests}]
+    path.write_text(json.dumps(book, indent=1) + "\n")
+    return path
 
 
 def _max_rel(a: xr.DataArray, b: xr.DataArray) -> float:

@@ -14,6 +14,7 @@ torch = pytest.importorskip("torch")
 
 from buddylib import workloads  # noqa: E402
 from buddylib.compressors import get as get_compressor  # noqa: E402
+from buddylib.studies import fixtures  # noqa: E402
 from buddylib.workloads.dl import minilm  # noqa: E402
 
 try:
@@ -131,7 +132,10 @@ def test_snapshot_holds_the_checkpoint_batch_and_activations(run: workloads.Run,
 
 
 def test_same_seed_same_bytes_other_seed_other_sentences(run: workloads.Run) -> None:
-    assert workloads.get("minilm").run("quick", seed=0, compressors=["bpc32"]).digest == run.digest
+    """Seed 0: the bytes of a recorded run of seed 0 (:func:`buddylib.studies.fixtures.known_digests`), else of a
+    second run here."""
+    if run.digest not in fixtures.known_digests("minilm"):
+        assert workloads.get("minilm").run("quick", seed=0, compressors=["bpc32"]).digest == run.digest
     assert workloads.get("minilm").run("quick", seed=1, compressors=["bpc32"]).digest != run.digest
 
 
