@@ -159,7 +159,7 @@ def test_requests_in_flight_are_swept() -> None:
     ds = sweep(ws, thresholds=[1.0], outstanding=[16, 1024, 5120, 20480])
     s = ds.slowdown.sel(gpu="V100-32GB", link="NVLink2", threshold=1.0, latency_scale=1.0).squeeze().values
     assert s[0] > s[1] > s[2] == s[3]
-    tr = traffic(ws, targets_for(ws, 1.0))  # every entry at target 4: three sectors of four over the link
+    tr = traffic(ws, targets_for(ws, [1.0])[0])  # every entry at target 4: three sectors of four over the link
     few = Params(outstanding=16)
     _, by_hand = kernel_times(tr, _metadata_misses(ws, few), V100, NVLINK2, few, V100.fp64_flops)
     assert ds.buddy_seconds.squeeze().values[0] == pytest.approx(by_hand.sum())

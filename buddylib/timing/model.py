@@ -260,13 +260,19 @@ def kernel_times(tr: dict[str, np.ndarray], meta_misses: np.ndarray, g: GPU, lk:
     return np.broadcast_to(base, buddy.shape), buddy
 
 
-def targets_for(ws: Workset, threshold: float, policy: str = "profile") -> dict[str, float]:
-    """Targets per allocation chosen by the placement policy over the run's snapshots."""
+def targets_for(ws: Workset, thresholds: Sequence[float], policy: str = "profile") -> list[dict[str, float]]:
+    """Targets per allocation chosen by the placement policy over the run's snapshots, one mapping per buddy
+    threshold: one analysis for them all (its sector histograms and their reductions, most of its time, are the
+    same for every threshold)."""
     from buddylib.analysis import analyze
 
-    ds = analyze(ws.snapshots, [ws.compressor], thresholds=[threshold], policy=policy, progress=False)
-    chosen = ds.chosen_target.isel(snapshot=-1).sel(compressor=ws.compressor, threshold=threshold)
-    return {str(n): float(v) for n, v in zip(chosen.allocation.values, chosen.values, strict=True) if v == v}
+    ds = analyze(ws.snapshots, [ws.compressor], thresholds=list(thresholds), policy=policy, progress=False)
+    last = ds.chosen_target.isel(snapshot=-1).sel(compressor=ws.compressor)
+    out = []
+    for t in thresholds:
+        chosen = last.sel(threshold=t)
+        out.append({str(n): float(v) for n, v in zip(chosen.allocation.values, chosen.values, strict=True) if v == v})
+    return out
 
 
 def um_slowdown(ws: Workset, capacity_ratio: float, g: GPU, lk: Link, params: Params) -> tuple[float, int]:
@@ -321,8 +327,8 @@ def sweep(ws: Workset, gpus: Sequence[str] = (paper.HEADLINE["gpu"],), links: Se
     # the last three parameters vary together, vectorised: (latency, outstanding, credit) grids
     lat, flight, cred = np.meshgrid(np.asarray(latency_scales, float), np.asarray(in_flight, float),
                                     np.asarray(credits, bool), indexing="ij")
-    for ti, t in enumerate(thresholds):
-        tr = traffic(ws, targets_for(ws, t))
+    for ti, targets in enumerate(targets_for(ws, thresholds)):
+        tr = traffic(ws, targets)
         link_frac[ti] = tr["link_bytes"].sum() / max(tr["baseline_bytes"].sum(), 1)
         dev_saving[ti] = 1 - tr["device_bytes"].sum() / max(tr["baseline_bytes"].sum(), 1)
         for gi, gname in enumerate(gpus):
