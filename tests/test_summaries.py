@@ -92,15 +92,15 @@ def test_a_compressor_no_run_records_changes_no_workloads_digest(package_copy: P
 
 
 def test_editing_lulesh_remakes_lulesh_alone(package_copy: Path, tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    paths = {n: workloads.cached_run(n, "quick", data=data) for n in ("lulesh", "ostencil")}
+    data, scale = tmp_path / "data", 1  # MiB: the property is the same at any scale, and a small run is quick
+    paths = {n: workloads.cached_run(n, scale, data=data) for n in ("lulesh", "ostencil")}
     made = {n: p.stat().st_mtime_ns for n, p in paths.items()}
-    assert all(workloads.cached_run(n, "quick", data=data).stat().st_mtime_ns == made[n] for n in paths)
+    assert all(workloads.cached_run(n, scale, data=data).stat().st_mtime_ns == made[n] for n in paths)
     lulesh = package_copy / "workloads" / "hpc" / "lulesh.py"
     lulesh.write_text(lulesh.read_text() + "\n_EDITED = 1\n")
     provenance.code_version.cache_clear()
     for n in paths:
-        workloads.cached_run(n, "quick", data=data)
+        workloads.cached_run(n, scale, data=data)
     assert paths["lulesh"].stat().st_mtime_ns > made["lulesh"]  # remade
     assert paths["ostencil"].stat().st_mtime_ns == made["ostencil"]  # kept
     profile = json.loads(paths["lulesh"].with_suffix(".profile.json").read_text())
