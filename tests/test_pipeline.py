@@ -162,16 +162,15 @@ def test_a_failed_task_is_named(cli_cluster: str, tmp_path: Path) -> None:
         assert "in task run:nosuch@quick of make reproduce" in err.value.__notes__
 
 
-def test_cli_workers_answer_the_progress_bar_and_start_children(cli_cluster: str) -> None:
+def test_cli_workers_start_children(cli_cluster: str) -> None:
     """dask's command line starts daemonic workers, which multiprocessing forbids to have children: a
-    paper-scale run's child process starts there all the same; the progress bar's question reaches each."""
+    paper-scale run's child process starts there all the same."""
     import operator
 
     from distributed import Client
 
     with Client(cli_cluster) as client:
         assert sorted(client.run(_daemonic).values()) == [True, True]
-        assert list(pipeline._ask(client, pipeline._executing).values()) == [[], []]
         child = client.submit(pipeline._in_child, os.getpid, pure=False).result()
         assert child not in client.run(os.getpid).values()
         assert client.submit(pipeline._in_child, operator.mul, 6, 7).result() == 42
@@ -188,12 +187,38 @@ def test_tasks_start_in_the_order_given() -> None:
 
     tasks = [pipeline.Task("run", n, "quick", 1.0) for n in workloads.names("hpc")]
     with pipeline.local_cluster(1) as cluster, Client(cluster) as client:
-        starts = [f.result() for f in pipeline._submit(client, _started, tasks)]
+        done = pipeline._as_threads_free(client, lambda labels: None, _where_and_when, tasks)
+        starts = [f.result()[1] for _, f in done]
     assert starts == sorted(starts)
 
 
-def _started(task: pipeline.Task) -> float:
-    return time.time()
+def test_a_free_worker_takes_the_next_task() -> None:
+    """A worker never waits while tasks wait: dask, given every task at once, assigns them all to workers up front
+    (3 and 3 here), and the short tasks queued behind the long one waited for it. Two workers, one long task
+    given first: the other worker runs all the short ones, and the run ends with the long task."""
+    environ = dict(os.environ)
+    tasks = [pipeline.Task("sleep", "long", 3.0, 3.0)] + [pipeline.Task("sleep", f"short{i}", 0.2, 0.2)
+                                                          for i in range(5)]
+    seen: list[list[str]] = []
+    with pipeline._client(None) as client:
+        assert len(client.nthreads()) == 2
+        done = [(t.name, *f.result()) for t, f in pipeline._as_threads_free(client, seen.append, _where_and_when,
+                                                                            tasks)]
+    (long_worker,) = {w for name, w, _ in done if name == "long"}
+    assert [name for name, _, _ in done][-1] == "long"
+    assert {w for name, w, _ in done if name != "long"} == {w for _, w, _ in done} - {long_worker}
+    assert seen[0] == ["sleep:long@3.0", "sleep:short0@0.2"] and max(map(len, seen)) == 2
+    # the workers' single-thread settings stay theirs: numba in this process re-reads os.environ at every compile
+    assert dict(os.environ) == environ
+
+
+def _where_and_when(task: pipeline.Task) -> tuple[str, float]:
+    """The worker a task ran on and when it started; it lasts ``task.scale`` seconds."""
+    from distributed import get_worker
+
+    start = time.time()
+    time.sleep(float(task.scale) if task.kind == "sleep" else 0.0)
+    return get_worker().address, start
 
 
 def _daemonic() -> bool:
@@ -216,36 +241,10 @@ def test_progress_names_the_running_tasks() -> None:
         assert re.fullmatch(r"notebook:09_fidelity \d+s", progress.bar.postfix) and progress.bar.n == 1
 
 
-def test_running_means_executing_not_assigned() -> None:
-    """The scheduler assigns every ready task to a worker at once; only those a worker executes are running."""
-    import time
-
-    environ = dict(os.environ)
-    with pipeline._client(None) as client:
-        workers = len(client.scheduler_info()["workers"])
-        futures = [client.submit(time.sleep, 3, pure=False) for _ in range(3 * workers)]
-        time.sleep(1.5)
-        executing = [k for keys in client.run(pipeline._executing).values() for k in keys]
-        assigned = [k for keys in client.processing().values() for k in keys]
-        assert 1 <= len(executing) <= workers < len(assigned)
-        client.cancel(futures)
-    # the workers' single-thread settings stay theirs: numba in this process re-reads os.environ at every compile
-    assert dict(os.environ) == environ
-
-
-def test_a_worker_going_away_does_not_end_the_run_and_paper_runs_give_their_memory_back() -> None:
-    """The progress bar's question to the workers fails while a dead worker is being replaced (its tasks are
-    recomputed elsewhere): no answer, not an error. Paper-scale runs go to a child process, which returns the
-    result and its gigabytes when it exits."""
+def test_paper_runs_give_their_memory_back() -> None:
+    """Paper-scale runs go to a child process, which returns the result and its gigabytes when it exits."""
     import operator
 
-    from distributed.comm.core import CommClosedError
-
-    class Dying:
-        def run(self, fn, on_error="raise"):
-            raise CommClosedError("in <TCP (closed) Scheduler Broadcast>: Connection reset by peer")
-
-    assert pipeline._ask(Dying(), pipeline._executing) == {}
     assert pipeline._in_child(operator.mul, 6, 7) == 42
     assert pipeline._in_child(os.getpid) != os.getpid()
 

@@ -15,7 +15,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -119,27 +119,46 @@ def run_all(tasks: Sequence[Task], data: str | Path, scheduler: str | None = Non
         progress.note = "starting workers"
         with _client(scheduler) as client:
             progress.note = ""
-            futures = _submit(client, execute, tasks, data, seed, notebook_args)
-            labels = {f.key: t.label for f, t in futures.items()}
-            pending = set(futures)
-            while pending:
-                for fut in [f for f in pending if f.done()]:
-                    with _named(futures[fut].label):  # a failed task raises here, with its error
-                        label, times[label] = fut.result()
-                    pending.discard(fut)
-                    progress.finished(label)
-                progress.running([labels[k] for keys in _ask(client, _executing).values() for k in keys
-                                  if k in labels and labels[k] not in times])
-                time.sleep(0.5 if pending else 0)
+            for task, future in _as_threads_free(client, progress.running, execute, tasks, data, seed, notebook_args):
+                with _named(task.label):  # a failed task raises here, with its error
+                    label, times[label] = future.result()
+                progress.finished(label)
     return times
 
 
-def _submit(client: Any, fn: Any, tasks: Sequence[Task], *args: Any) -> dict[Any, Task]:
-    """``fn(task, *args)`` for every task, to be started in the order given (the longest first): without a
-    priority dask starts tasks submitted together in an order of its own (for make reproduce's, mostly the
-    reverse), and a long task started last leaves the other workers idle at the end."""
-    return {client.submit(fn, t, *args, pure=False, key=f"{t.label}-{id(t)}", priority=len(tasks) - i): t
-            for i, t in enumerate(tasks)}
+def _as_threads_free(client: Any, started: Callable[[list[str]], None], fn: Any, tasks: Sequence[Task],
+                     *args: Any) -> Iterator[tuple[Task, Any]]:
+    """``fn(task, *args)`` for every task, each submitted once a worker thread is free, in the order given (the
+    longest first), so the next task always goes to the first worker free. Submitted together, dask would assign
+    every task to a worker at once by its guess of their durations (unknown: each task is a group of its own),
+    and a worker whose queue ran out would sit idle beside one with several still waiting (make reproduce's
+    generation step: about 130 s of its 1,090). Yields each task as it finishes, with its future; ``started`` is
+    told the labels of the running tasks whenever some start."""
+    from distributed import as_completed
+
+    waiting, running = list(tasks), {}
+
+    def submit() -> Any:
+        task = waiting.pop(0)
+        future = client.submit(fn, task, *args, pure=False, key=f"{task.label}-{id(task)}")
+        running[future] = task
+        return future
+
+    finished = as_completed([submit() for _ in range(min(len(waiting), _threads(client)))])
+    started([t.label for t in running.values()])
+    for future in finished:
+        task = running.pop(future)
+        if waiting:
+            while waiting and len(running) < _threads(client):
+                finished.add(submit())
+            started([t.label for t in running.values()])
+        yield task, future
+
+
+def _threads(client: Any) -> int:
+    """Worker threads of the cluster now (workers may join or leave during a run); at least one, so a task
+    waits at the scheduler for the first worker to come."""
+    return max(1, sum(client.nthreads().values()))
 
 
 @contextlib.contextmanager
@@ -151,16 +170,6 @@ def _named(label: str) -> Iterator[None]:
     except Exception as exc:
         exc.add_note(f"in task {label} of make reproduce")
         raise
-
-
-def _ask(client: Any, fn: Any) -> dict[str, Any]:
-    """``client.run(fn)`` on every worker, or nothing while a worker is going away: a worker that dies (the
-    memory ran out) is restarted by its nanny and its tasks are recomputed elsewhere, so the progress bar
-    must not end the run over it."""
-    try:
-        return client.run(fn, on_error="ignore")
-    except (OSError, TimeoutError):  # distributed's CommClosedError is an OSError
-        return {}
 
 
 def _in_child(fn: Any, *args: Any) -> Any:
@@ -198,12 +207,6 @@ except Exception as exc:
 with open(sys.argv[1], "wb") as f:
     pickle.dump(out, f)
 """
-
-
-def _executing(dask_worker: Any) -> list[str]:
-    """The keys a worker is executing now: the scheduler's ``processing`` also lists the tasks already
-    assigned to a worker and waiting there, which the bar would name as running."""
-    return [str(ts.key) for ts in dask_worker.state.executing]
 
 
 class _Progress:
@@ -289,13 +292,11 @@ SINGLE_THREADED = {k: "1" for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "MKL
 @contextlib.contextmanager
 def local_cluster(n_workers: int) -> Iterator[Any]:
     """A dask ``LocalCluster`` of ``n_workers`` single-threaded worker processes with the
-    :data:`SINGLE_THREADED` environment, the scheduler giving a worker one task at a time (the rest wait
-    at the scheduler for whichever worker is free first, so the longest, submitted first, start first)."""
+    :data:`SINGLE_THREADED` environment (:func:`run_all` gives each one task at a time)."""
     import dask
     from distributed import LocalCluster
 
-    with _environ_kept(), dask.config.set({"distributed.nanny.pre-spawn-environ": SINGLE_THREADED,
-                                           "distributed.scheduler.worker-saturation": 1.0}), \
+    with _environ_kept(), dask.config.set({"distributed.nanny.pre-spawn-environ": SINGLE_THREADED}), \
             LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, memory_limit=0,
                          dashboard_address=None) as cluster:
         yield cluster
