@@ -185,31 +185,33 @@ def test_tasks_start_in_the_order_given() -> None:
 
     from buddylib import workloads
 
+    environ = dict(os.environ)
     tasks = [pipeline.Task("run", n, "quick", 1.0) for n in workloads.names("hpc")]
     with pipeline.local_cluster(1) as cluster, Client(cluster) as client:
         done = pipeline._as_threads_free(client, lambda labels: None, _where_and_when, tasks)
         starts = [f.result()[1] for _, f in done]
     assert starts == sorted(starts)
+    # the workers' single-thread settings stay theirs: numba in this process re-reads os.environ at every compile
+    assert dict(os.environ) == environ
 
 
-def test_a_free_worker_takes_the_next_task() -> None:
+def test_a_free_worker_takes_the_next_task(cli_cluster: str) -> None:
     """A worker never waits while tasks wait: dask, given every task at once, assigns them all to workers up front
     (3 and 3 here), and the short tasks queued behind the long one waited for it. Two workers, one long task
     given first: the other worker runs all the short ones, and the run ends with the long task."""
-    environ = dict(os.environ)
-    tasks = [pipeline.Task("sleep", "long", 3.0, 3.0)] + [pipeline.Task("sleep", f"short{i}", 0.2, 0.2)
+    from distributed import Client
+
+    tasks = [pipeline.Task("sleep", "long", 2.0, 2.0)] + [pipeline.Task("sleep", f"short{i}", 0.1, 0.1)
                                                           for i in range(5)]
     seen: list[list[str]] = []
-    with pipeline._client(None) as client:
+    with Client(cli_cluster) as client:
         assert len(client.nthreads()) == 2
         done = [(t.name, *f.result()) for t, f in pipeline._as_threads_free(client, seen.append, _where_and_when,
                                                                             tasks)]
     (long_worker,) = {w for name, w, _ in done if name == "long"}
     assert [name for name, _, _ in done][-1] == "long"
     assert {w for name, w, _ in done if name != "long"} == {w for _, w, _ in done} - {long_worker}
-    assert seen[0] == ["sleep:long@3.0", "sleep:short0@0.2"] and max(map(len, seen)) == 2
-    # the workers' single-thread settings stay theirs: numba in this process re-reads os.environ at every compile
-    assert dict(os.environ) == environ
+    assert seen[0] == ["sleep:long@2.0", "sleep:short0@0.1"] and max(map(len, seen)) == 2
 
 
 def _where_and_when(task: pipeline.Task) -> tuple[str, float]:
