@@ -596,9 +596,10 @@ def _parser() -> argparse.ArgumentParser:
     lm = sub.add_parser("llm", help="notebook 10's study of LLM-era memory: ratios by tensor kind, peers, capacity",
                         description="Measure LLM-era memory (bf16 checkpoints, MiniLM's KV cache, a GPT-style bf16 "
                                     "training) under BPC and EBO beside the whole-tensor peers, and print the table "
-                                    "and the capacity question; --write commits the study notebook 10 reads at quick "
-                                    "scale (data/summaries/llm), --check remakes it and compares (checkpoints bit "
-                                    "for bit, float computation within a stated tolerance).")
+                                    "and the capacity question; --write commits the study notebook 10 reads at this "
+                                    "scale (data/summaries/llm: quick for nbval, default for make reproduce), --check "
+                                    "remakes it and compares (checkpoints bit for bit, float computation within a "
+                                    "stated tolerance).")
     lm.add_argument("--scale", default="quick", help="quick (default), default, large or a footprint in MiB")
     lm.add_argument("--seed", type=int, default=0)
     how = lm.add_mutually_exclusive_group()

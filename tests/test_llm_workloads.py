@@ -37,6 +37,14 @@ def test_the_committed_study_is_what_this_machine_measures(made: dict[str, workl
     assert report.loc["group_bytes", "max_rel_change"] == 0 and report.exact.any()
 
 
+def test_a_committed_study_is_read_wherever_a_study_would_be_cached(tmp_path) -> None:
+    """make reproduce passes its data folder; the committed study of that scale is read all the same, not remade."""
+    for scale in ("quick", "default"):
+        ds = llm.study(scale, 0, tmp_path)
+        assert ds.attrs["source"] == "committed" and ds.attrs["scale"] == scale
+    assert not list(tmp_path.iterdir())
+
+
 def test_same_seed_same_bytes_and_every_16_bit_tensor_round_trips(run: workloads.Run) -> None:
     snaps = len(run.snapshots) if run.workload.name == "minilm_kv" else 8  # as llm.runs took them
     again = workloads.get(run.workload.name).run("quick", seed=0, compressors=["bpc32"], n_snapshots=snaps)

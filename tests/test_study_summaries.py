@@ -17,7 +17,7 @@ import xarray as xr
 
 from buddylib import workloads
 from buddylib.report import reproduce
-from buddylib.studies import experiments, fidelity, fixtures, remake, summaries
+from buddylib.studies import experiments, fidelity, fixtures, llm, remake, summaries
 
 pytestmark = pytest.mark.skipif("alexnet" not in workloads.names("dl"), reason="torch is not installed")
 
@@ -214,8 +214,9 @@ def test_check_compares_a_dl_summary_within_the_tolerance(quick_alexnet: tuple[P
 
 def test_reproduce_schedules_no_committed_study(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """make reproduce reads the committed studies: no paper-scale run, a maturity task only for a network
-    whose study is not committed, and an HPC run at 32 MiB only for a proxy without a committed summary there
-    (quick runs always: they are cheap and notebook 09 reads them with the rest)."""
+    whose study is not committed, an HPC run at 32 MiB only for a proxy without a committed summary there
+    (quick runs always: they are cheap and notebook 09 reads them with the rest), and notebook 10's study only
+    where it is not committed."""
     from buddylib.report import pipeline
 
     seen: list[pipeline.Task] = []
@@ -223,24 +224,29 @@ def test_reproduce_schedules_no_committed_study(tmp_path: Path, monkeypatch: pyt
     reproduce.generate(tmp_path, "default", [*fidelity.STUDY_CNNS, "ostencil"], full=True)
     kinds = {t.kind for t in seen}
     assert "paper" not in kinds and "run" in kinds
-    assert [t.label for t in seen if t.kind == "llm"] == ["llm:llm@default"]  # notebook 10's study
+    assert not [t for t in seen if t.kind == "llm"]  # notebook 10's study: committed, read by the notebook
     for kind in ("maturity", "adam", "caffe"):
         assert {t.name for t in seen if t.kind == kind} == {
             n for n in fidelity.STUDY_CNNS if not summaries.path(n, "default", study=kind).is_file()}, kind
     at = {s: {t.name for t in seen if t.kind == "run" and t.scale == s} for s in ("quick", 32)}
     assert at["quick"] == set(workloads.names("hpc"))
     assert at[32] == {n for n in workloads.names("hpc") if not summaries.path(n, 32).is_file()}
+    seen.clear()
+    monkeypatch.setattr(llm, "committed_path", lambda scale, seed=0: tmp_path / "not-committed.nc")
+    reproduce.generate(tmp_path, "default", ["ostencil"], full=True)
+    assert [t.label for t in seen if t.kind == "llm"] == ["llm:llm@default"]  # measured where not committed
 
 
 def test_provenance_lists_every_committed_summary() -> None:
     table = remake.provenance()
-    assert len(table) == len(summaries.committed())
+    assert len(table) == len(summaries.committed()) + len(list(llm.COMMITTED.glob("llm-*.nc")))
     assert {"used by", "code", "code current", "made", "machine", "run s"} <= set(table.columns)
     assert any(i.startswith("alexnet, paper scale") for i in table.index)
     assert any("maturity (480 steps)" in i for i in table.index)
     assert any(i.startswith("biglstm, default scale, Adam") for i in table.index)
     assert any(i.startswith("vgg16, default scale, Caffe") for i in table.index)
     assert table["code"].str.split("+").map(lambda p: all(len(x) == 12 for x in p)).all() and table["run s"].gt(0).all()
+    assert table.loc["LLM-era memory study, quick scale", "used by"].startswith("notebook 10")
 
 
 def test_study_results_round_trip_exactly() -> None:

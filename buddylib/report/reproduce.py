@@ -108,12 +108,12 @@ def generate(data: Path, scale: str, names: list[str], scheduler: str | None = N
              full: bool = False) -> dict[str, float]:
     """Every workload run, sweep and study the notebooks and the index read, cached in ``data``, as parallel
     tasks (a progress bar counts them); ``full``: also the HPC runs at other sizes and notebook 10's study
-    (:func:`buddylib.studies.llm.study`). The slow studies whose
+    (:func:`buddylib.studies.llm.study`) where it is not committed. The slow studies whose
     summaries are committed (:mod:`buddylib.studies.summaries`: the paper-scale networks, the maturity, optimizer and
     framework studies at default scale, the HPC proxies at gigabyte scale and at 32 MiB, the size notebook 09's
     scale trend adds) are read from them, not run; only those not committed are tasks here. Returns seconds per task."""
     from buddylib.report import pipeline
-    from buddylib.studies import fidelity
+    from buddylib.studies import fidelity, llm
 
     if regenerate:  # remake the runs: drop their cached files (studies and sweeps follow their runs' code)
         for n in names:
@@ -132,7 +132,8 @@ def generate(data: Path, scale: str, names: list[str], scheduler: str | None = N
         hpc_committed=[(n, summaries.scale_name(s)) for s in hpc_scales for n in workloads.names("hpc")
                        if summaries.path(n, s).is_file()],
         optimizer_names=[n for n in fidelity.OPTIMIZER_NETWORKS if n in names and not committed(n, "adam")],
-        maturity_names=[n for n in study if not committed(n, "maturity")], llm=full)
+        maturity_names=[n for n in study if not committed(n, "maturity")],
+        llm=full and not llm.committed_path(scale, 0).is_file())
     return pipeline.run_all(tasks, data, scheduler, desc="workloads")
 
 

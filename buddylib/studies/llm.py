@@ -13,7 +13,8 @@ The capacity question (:func:`capacity`) is answered for a published 7B-class co
 labelled as such) with the ratios and the slowdown measured here on the small real model.
 
 The quick-scale study is committed (:data:`COMMITTED`, :func:`write_committed`), so notebook 10 shows the same
-numbers on every machine under nbval; :func:`check_committed` (and the tests) remake it here and compare, bit
+numbers on every machine under nbval, and the default-scale one, so make reproduce reads it instead of spending two
+minutes of worker time on it; :func:`check_committed` (and the tests) remake it here and compare, bit
 for bit where the bytes do not depend on the CPU (the checkpoints) and within :data:`TOLERANCE` where they do
 (the KV cache and the training are float computation).
 """
@@ -82,14 +83,14 @@ def committed_path(scale: str | float = "quick", seed: int = 0) -> Path:
 
 def study(scale: str | float = "quick", seed: int = 0, data: str | Path | None = None,
           progress: bool = False) -> xr.Dataset:
-    """The study's numbers (:func:`measure`). ``data`` None: the committed study of this scale and seed where
-    there is one (read as it is: its ``code``, ``date`` and ``machine`` attributes say what made it), else
-    computed and cached in this checkout's ``data/``; a folder: cached there as ``llm-<scale>-s<seed>.nc``, reused
-    while the code is the same."""
+    """The study's numbers (:func:`measure`): the committed study of this scale and seed where there is one (read
+    as it is: its ``code``, ``date`` and ``machine`` attributes say what made it; quick scale for nbval, default
+    for make reproduce), else computed and cached in ``data`` (None: this checkout's ``data/``) as
+    ``llm-<scale>-s<seed>.nc``, reused while the code is the same."""
+    if committed_path(scale, seed).is_file():
+        ds = experiments._load_cached(committed_path(scale, seed))
+        return ds.assign_attrs(source="committed", code_current=int(ds.attrs.get("code") == key()))
     if data is None:
-        if committed_path(scale, seed).is_file():
-            ds = experiments._load_cached(committed_path(scale, seed))
-            return ds.assign_attrs(source="committed", code_current=int(ds.attrs.get("code") == key()))
         data = fixtures.DATA
     cache = Path(data) / f"llm-{scale}-s{seed}.nc"
     if cache.exists():

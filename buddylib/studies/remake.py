@@ -146,7 +146,23 @@ def provenance(folder: str | Path | None = None) -> pd.DataFrame:
                                                          "hpc" if suite == "hpc" else "dl"],
                      "code": s["code"], "code current": code_current(s), "made": s["date"][:10],
                      "machine": s["machine"]["cpu"], "run s": float(s["seconds"])})
+    rows += _llm_provenance() if folder is None else []
     return pd.DataFrame(rows).set_index("summary") if rows else pd.DataFrame()
+
+
+def _llm_provenance() -> list[dict[str, Any]]:
+    """The rows of notebook 10's committed studies (:mod:`buddylib.studies.llm`, one netCDF file per scale)."""
+    import json
+
+    from buddylib.studies import experiments, llm
+
+    rows = []
+    for f in sorted(llm.COMMITTED.glob("llm-*-s*.nc")):
+        a = experiments._load_cached(f).attrs
+        rows.append({"summary": f"LLM-era memory study, {a['scale']} scale", "used by": USED_BY["llm"],
+                     "code": a["code"], "code current": a["code"] == llm.key(), "made": a["date"][:10],
+                     "machine": json.loads(a["machine"])["cpu"], "run s": float(a["seconds"])})
+    return rows
 
 
 def check(names: Sequence[str] | None = None, scales: Sequence[str | float] | None = None, seed: int = SEED,

@@ -341,7 +341,8 @@ def note(ds: xr.Dataset) -> str:
 USED_BY = {"hpc": "notebook 09: HPC scale trend and attribution", "dl": "notebook 09: DL size table and attribution",
            "maturity": "notebook 09: training maturity, DL attribution (3x longer training)",
            "adam": "notebook 09: optimizer table, DL attribution (Adam)",
-           "caffe": "notebook 09: framework accounting, DL attribution (Caffe-style memory)"}
+           "caffe": "notebook 09: framework accounting, DL attribution (Caffe-style memory)",
+           "llm": "notebook 10: ratios by tensor kind, peers, capacity"}
 #: How the report index names a study summary.
 STUDY_LABELS = {"adam": "Adam instead of the recipe's optimizer", "caffe": "Caffe-style accounting"}
 
