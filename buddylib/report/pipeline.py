@@ -132,8 +132,8 @@ def _as_threads_free(client: Any, started: Callable[[list[str]], None], fn: Any,
     longest first), so the next task always goes to the first worker free. Submitted together, dask would assign
     every task to a worker at once by its guess of their durations (unknown: each task is a group of its own),
     and a worker whose queue ran out would sit idle beside one with several still waiting (make reproduce's
-    generation step: about 130 s of its 1,090). Yields each task as it finishes, with its future; ``started`` is
-    told the labels of the running tasks whenever some start."""
+    generation step: 127 s idle of its 891 in a fresh clone). Yields each task as it finishes, with its future;
+    ``started`` is told the labels of the running tasks whenever some start."""
     from distributed import as_completed
 
     waiting, running = list(tasks), {}
