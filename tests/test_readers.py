@@ -214,3 +214,114 @@ def test_pytorch_state_dict_bytes(tmp_path):
     assert got["w"].dtype == "float32" and got["w"].shape == (3, 4)
     assert np.asarray(got["w"].data).tobytes() == sd["w"].numpy().tobytes()
     assert got["opt.m.0"].dtype == "bfloat16" and got["opt.m.0"].nbytes == 10
+
+
+def _npy_v3(path, arr: np.ndarray) -> None:
+    with open(path, "wb") as f:
+        np.lib.format.write_array(f, arr, version=(3, 0))
+
+
+def test_npy_format_3_utf8_field_name(tmp_path):
+    """A format 3.0 header is UTF-8: a non-ASCII field name reads as numpy reads it, in a .npy and a .npz."""
+    arr = np.arange(6, dtype=np.float32).view([("ü数", "<f4")])
+    _npy_v3(tmp_path / "u.npy", arr)
+    assert (tmp_path / "u.npy").read_bytes()[6:8] == b"\x03\x00"
+    label = str(np.load(tmp_path / "u.npy").dtype)
+    assert label == "[('ü数', '<f4')]"
+    [alloc] = readers.read(tmp_path / "u.npy")
+    _check(alloc, "u", arr, dtype=label)
+    with pytest.warns(UserWarning, match="format 3.0"):  # numpy picks 3.0 for a name latin-1 cannot spell
+        np.savez(tmp_path / "u.npz", u=arr)
+    [member] = readers.read(tmp_path / "u.npz")
+    _check(member, "u", arr, dtype=str(np.load(tmp_path / "u.npz")["u"].dtype))
+
+
+def test_npy_format_1_and_2_headers_stay_latin1(tmp_path):
+    arr = np.arange(4, dtype=np.int16).view([("ü", "<i2")])  # latin-1 can spell it: numpy writes 1.0
+    for version in ((1, 0), (2, 0)):
+        path = tmp_path / f"v{version[0]}.npy"
+        with open(path, "wb") as f:
+            np.lib.format.write_array(f, arr, version=version)
+        [alloc] = readers.read(path)
+        _check(alloc, f"v{version[0]}", arr, dtype=str(np.load(path).dtype))
+
+
+def _bad_utf8_v3(path) -> None:
+    _npy_v3(path, np.arange(3, dtype=np.float32).view([("ab", "<f4")]))
+    data = path.read_bytes()
+    at = data.index(b"'ab'") + 1
+    path.write_bytes(data[:at] + b"\xff\xfe" + data[at + 2:])  # same length, not UTF-8
+
+
+def test_npy_format_3_header_not_utf8(tmp_path):
+    path = tmp_path / "bad.npy"
+    _bad_utf8_v3(path)
+    with pytest.raises(ValueError) as info:
+        readers.read(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: not a readable .npy array") and "not UTF-8" in message
+    assert "\n" not in message
+
+
+def test_npz_member_format_3_header_not_utf8(tmp_path):
+    import zipfile
+
+    _bad_utf8_v3(tmp_path / "m.npy")
+    with zipfile.ZipFile(tmp_path / "bad.npz", "w") as z:
+        z.write(tmp_path / "m.npy", "m.npy")
+    with pytest.raises(ValueError) as info:
+        readers.read(tmp_path / "bad.npz")
+    message = str(info.value)
+    assert message.startswith(f"{tmp_path / 'bad.npz'}: array 'm' is not a readable .npy member")
+    assert "\n" not in message
+
+
+BAD_V3_HEADERS = [
+    b"[1, 2]",  # not a dict
+    b"{'descr': '<f4', 'shape': (2,)}",  # a key missing
+    b"{'descr': '<f4', 'fortran_order': 0, 'shape': (2,)}",  # fortran_order not a bool
+    b"{'descr': 'xyz', 'fortran_order': False, 'shape': (2,)}",  # no such dtype
+    b"{'descr': '<f4', 'fortran_order': False, 'shape': (2.5,)}",  # shape not integers
+    b"{'descr': '<f4' 'fortran_order'",  # not Python
+]
+
+
+@pytest.mark.parametrize("header", BAD_V3_HEADERS)
+def test_npy_format_3_bad_header_refused(tmp_path, header):
+    """numpy's header checks hold for 3.0 as for 1.0 and 2.0: numpy refuses it, so does the reader."""
+    path = tmp_path / "h.npy"
+    path.write_bytes(b"\x93NUMPY\x03\x00" + struct.pack("<I", len(header)) + header + bytes(8))
+    with pytest.raises((ValueError, SyntaxError)):
+        np.load(path)
+    with pytest.raises(ValueError) as info:
+        readers.read(path)
+    assert str(info.value).startswith(f"{path}: not a readable .npy array (")
+
+
+@pytest.mark.parametrize("tail", [b"\x10\x00", struct.pack("<I", 1 << 31) + b"{}", struct.pack("<I", 64) + b"{}"])
+def test_npy_format_3_truncated_or_huge_header(tmp_path, tail):
+    path = tmp_path / "t.npy"
+    path.write_bytes(b"\x93NUMPY\x03\x00" + tail)
+    with pytest.raises(ValueError) as info:
+        readers.read(path)
+    assert str(info.value).startswith(f"{path}: not a readable .npy array (")
+
+
+def test_float8_e4m3_label_is_torchs(tmp_path):
+    """safetensors' F8_E4M3 is torch's and ml_dtypes' float8_e4m3fn: every reader gives that one label."""
+    data = bytes(range(6))
+    _write_safetensors(tmp_path / "f8.safetensors", {"a": {"dtype": "F8_E4M3", "shape": [2, 3],
+                                                           "data_offsets": [0, 6]}}, data)
+    [alloc] = readers.read(tmp_path / "f8.safetensors")
+    assert (alloc.dtype, alloc.shape, _bytes(alloc)) == ("float8_e4m3fn", (2, 3), data)
+    torch = pytest.importorskip("torch")
+    assert str(torch.float8_e4m3fn) == "torch.float8_e4m3fn"
+    t = torch.frombuffer(bytearray(data), dtype=torch.uint8).view(torch.float8_e4m3fn).reshape(2, 3)
+    torch.save({"a": t}, tmp_path / "f8.pt")
+    [from_torch] = readers.read(tmp_path / "f8.pt")
+    assert (from_torch.dtype, from_torch.shape, _bytes(from_torch)) == ("float8_e4m3fn", (2, 3), data)
+    from safetensors.torch import save_file
+
+    save_file({"a": t}, str(tmp_path / "st.safetensors"))  # safetensors' own code for torch's type
+    [from_st] = readers.read(tmp_path / "st.safetensors")
+    assert (from_st.dtype, _bytes(from_st)) == ("float8_e4m3fn", data)

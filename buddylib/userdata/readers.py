@@ -45,7 +45,7 @@ from buddylib.snapshot import Allocation
 
 # safetensors dtype codes -> names (https://github.com/huggingface/safetensors, format spec)
 _SAFETENSORS_DTYPES = {
-    "BOOL": ("bool", 1), "U8": ("uint8", 1), "I8": ("int8", 1), "F8_E4M3": ("float8_e4m3", 1),
+    "BOOL": ("bool", 1), "U8": ("uint8", 1), "I8": ("int8", 1), "F8_E4M3": ("float8_e4m3fn", 1),
     "F8_E5M2": ("float8_e5m2", 1), "I16": ("int16", 2), "U16": ("uint16", 2), "F16": ("float16", 2),
     "BF16": ("bfloat16", 2), "I32": ("int32", 4), "U32": ("uint32", 4), "F32": ("float32", 4),
     "I64": ("int64", 8), "U64": ("uint64", 8), "F64": ("float64", 8),
@@ -164,8 +164,11 @@ def _npy(p: Path, prefix: str) -> list[Allocation]:
             version = fmt.read_magic(f)
             if version not in ((1, 0), (2, 0), (3, 0)):
                 raise ValueError(f"format version {version[0]}.{version[1]} (known: 1.0, 2.0, 3.0)")
-            read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
-            shape, fortran, dtype = read_header(f)
+            if version == (3, 0):
+                shape, fortran, dtype = _npy_header_3_0(f)
+            else:
+                read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+                shape, fortran, dtype = read_header(f)
             offset = f.tell()
     except OSError:
         raise
@@ -182,6 +185,46 @@ def _npy(p: Path, prefix: str) -> list[Allocation]:
     if nbytes == 0:
         return []
     return [_allocation(p, _name(prefix, p.stem), offset, dtype, tuple(shape), fortran=fortran and len(shape) > 1)]
+
+
+#: numpy's default ``max_header_size``: the longest ``.npy`` header, in characters, it parses.
+_NPY_MAX_HEADER = 10_000
+
+
+def _npy_header_3_0(f: Any) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """Shape, Fortran order and dtype of a format 3.0 ``.npy`` header, whose text is UTF-8, checked as numpy
+    checks it: numpy's public header readers cover 1.0 and 2.0 only, and decode their text as latin-1."""
+    import ast
+
+    head = f.read(4)
+    if len(head) < 4:
+        raise EOFError("the file ends inside the array header length")
+    (n,) = struct.unpack("<I", head)
+    if n > 4 * _NPY_MAX_HEADER:  # UTF-8 takes at most 4 bytes a character; refused before reading it
+        raise ValueError(f"header of {n} bytes is longer than numpy reads ({_NPY_MAX_HEADER} characters)")
+    raw = f.read(n)
+    if len(raw) < n:
+        raise EOFError(f"the file ends inside the {n}-byte array header")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"format 3.0 header is not UTF-8 (byte {exc.start} of the header: {exc.reason})") from None
+    if len(text) > _NPY_MAX_HEADER:
+        raise ValueError(f"header of {len(text)} characters is longer than numpy reads ({_NPY_MAX_HEADER})")
+    d = ast.literal_eval(text)  # SyntaxError or ValueError on a mangled header: the caller names the file
+    if not isinstance(d, dict):
+        raise ValueError(f"Header is not a dictionary: {d!r}")
+    if d.keys() != {"descr", "fortran_order", "shape"}:
+        raise ValueError(f"Header does not contain the correct keys: {sorted(d, key=repr)}")
+    if not isinstance(d["shape"], tuple) or not all(isinstance(x, int) for x in d["shape"]):
+        raise ValueError(f"shape is not valid: {d['shape']!r}")
+    if not isinstance(d["fortran_order"], bool):
+        raise ValueError(f"fortran_order is not a valid bool: {d['fortran_order']!r}")
+    try:
+        dtype = np.lib.format.descr_to_dtype(d["descr"])
+    except TypeError as exc:
+        raise ValueError(f"descr is not a valid dtype descriptor: {d['descr']!r}") from exc
+    return d["shape"], d["fortran_order"], dtype
 
 
 def _npz(p: Path, prefix: str) -> list[Allocation]:
