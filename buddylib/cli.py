@@ -9,6 +9,22 @@ from pathlib import Path
 from typing import NoReturn
 
 
+def _bench_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="compressor throughput and ratios beside zstd and lz4",
+                       description="Time every compressor on sparse, smooth and random data and bf16 "
+                                   "weights, beside zstd-1 and lz4, and write CSV, Markdown and a figure.")
+    p.add_argument("--mib", type=_positive_int, default=256, help="MiB per data kind (default 256)")
+    p.add_argument("--repeat", type=_positive_int, default=5,
+                   help="timed calls per figure, median reported with min/max (default and least 5)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the generated data (default 0)")
+    p.add_argument("--out", default="reports/bench", help="output folder (default reports/bench)")
+    p.add_argument("--analyze-gib", type=float, default=1.0, help="file size for timing buddy analyze (GiB)")
+    p.add_argument("--dask-gib", type=float, default=2.0, help="file size for the dask 1 vs 2 workers run (GiB)")
+    p.add_argument("--compressors-only", action="store_true",
+                   help="skip the cold compile, buddy analyze and dask timings")
+    p.set_defaults(func=_bench)
+
+
 def _bench(args: argparse.Namespace) -> int:
     import tempfile
 
@@ -45,6 +61,41 @@ def _bench(args: argparse.Namespace) -> int:
 
 #: The code of 16-bit floats :func:`_analyze` adds by default, per dtype an allocation may have.
 FLOAT16_CODES = {"bfloat16": "ebo-bf16", "float16": "ebo-fp16"}
+
+
+def _analyze_parser(sub: argparse._SubParsersAction) -> None:
+    from buddylib.compressors import DEFAULT_COMPRESSORS
+    from buddylib.layout import DEFAULT_THRESHOLD, POLICIES, TARGETS
+    from buddylib.userdata.readers import MAX_BYTES
+
+    p = sub.add_parser("analyze", help="capacity a GPU would gain on your arrays, per allocation",
+                       description="Read arrays (.npy, .npz, .safetensors, .pt/.pth, zarr, raw dumps "
+                                   "with --dtype), treat each as an allocation, and print its ideal "
+                                   "ratio per compressor, chosen target, overflow and device/buddy bytes.")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="input files or zarr stores, or one run saved by `buddy workloads run` (.nc)")
+    p.add_argument("--compressor", nargs="+", default=None, metavar="NAME",
+                   help="compressors; the first drives the layout (default: "
+                        f"{' '.join(DEFAULT_COMPRESSORS)}, and where the data holds bfloat16 or float16 arrays "
+                        f"the code made for them, {' and '.join(FLOAT16_CODES.values())})")
+    p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
+                   help="buddy threshold, the largest accepted overflow fraction (default %(default)s)")
+    p.add_argument("--targets", type=float, nargs="+", default=list(TARGETS), metavar="R",
+                   help="target ratios the policy may choose (default 1 1.333 2 4; 8 and 16 extend)")
+    p.add_argument("--policy", choices=POLICIES, default="profile", help="placement policy (default profile)")
+    p.add_argument("--no-zero-flag", action="store_true", help="all-zero entries take a sector, not 0")
+    p.add_argument("--dtype", help="read every PATH as a raw dump of this numpy dtype (e.g. float32)")
+    p.add_argument("--shape", help="with --dtype: the array shape, e.g. 1024,1024 (checked against the size)")
+    p.add_argument("--out", help="also write the full result Dataset (.nc netCDF or .zarr)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--plot", metavar="IMAGE",
+                   help="also draw the per-allocation picture of notebook 00 (device/buddy/metadata bytes and "
+                        "target per allocation, sectors per entry, effective ratio) to a .png, .svg or .pdf")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="run on an existing dask scheduler (tcp://host:port)")
+    p.add_argument("--max-bytes", type=_size, default=MAX_BYTES, metavar="SIZE",
+                   help="refuse an input declaring more (default 16GiB; e.g. 64GiB, 1TiB): every declared byte, "
+                        "fill values included, is compressed")
+    p.set_defaults(func=_analyze)
 
 
 def _analyze(args: argparse.Namespace) -> int:
@@ -347,6 +398,22 @@ def _parse_shape(text: str) -> tuple[int, ...]:
     return shape
 
 
+def _workloads_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("workloads", help="list or run the built-in workloads (snapshots into data/)",
+                       description="List the built-in workloads, or run them and save their snapshots, "
+                                   "access profile and index arrays.")
+    wsub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    wsub.add_parser("list", help="names and what each stands for").set_defaults(func=_workloads)
+    wr = wsub.add_parser("run", help="run workloads and save their snapshots",
+                         description="Run workloads and save NAME-SCALE-sSEED.nc (snapshots), "
+                                     ".profile.json (access profile) and .index.npz (gather index arrays).")
+    wr.add_argument("names", nargs="+", metavar="NAME", help="workload names, or 'all'")
+    wr.add_argument("--scale", default="quick", help="quick, default, large, or a footprint in MiB (default quick)")
+    wr.add_argument("--seed", type=int, default=0, help="seed (default 0): the same seed gives the same bytes")
+    wr.add_argument("--out", default="data", help="output folder (default data)")
+    wr.set_defaults(func=_workloads)
+
+
 def _workloads(args: argparse.Namespace) -> int:
     from buddylib import workloads
     from buddylib.userdata.readers import human_bytes
@@ -366,6 +433,23 @@ def _workloads(args: argparse.Namespace) -> int:
         print(f"{name}: {len(run.snapshots)} snapshots, footprint {human_bytes(run.footprint)}, "
               f"{run.seconds:.1f} s -> {path}")
     return 0
+
+
+def _capture_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("capture", help="record your own PyTorch model's training (or inference) steps",
+                       description="Run SCRIPT under buddylib.userdata.capture.Recorder and save what a GPU would hold "
+                                   "at each step (snapshots) and how the step reads it (access profile), as `buddy "
+                                   "workloads run` saves a run: `buddy analyze` and notebooks 00 and 08 read it. "
+                                   "SCRIPT defines `model` (an nn.Module), `loop()` (runs the steps, calling model) "
+                                   "and optionally `optimizer` (training; without it, inference) and `loss_fn` "
+                                   "(the loss module).")
+    p.add_argument("script", metavar="SCRIPT", help="a Python file following that convention")
+    p.add_argument("--out", help="save the recording here (.nc or .zarr; .profile.json and .index.npz beside)")
+    p.add_argument("--every", type=int, default=1, help="a snapshot after every N-th step (default 1), and one "
+                   "at the start")
+    p.add_argument("--check", metavar="RECORDING", help="compare with a committed recording of the same script: "
+                   "allocations and profile equal, ideal ratios within the fixtures' tolerance (exit 1 if not)")
+    p.set_defaults(func=_capture)
 
 
 def _capture(args: argparse.Namespace) -> int:
@@ -396,6 +480,19 @@ def _capture(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def _fixtures_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("fixtures", help="remake (or --check) the committed quick-scale runs the notebooks read",
+                       description="Remake the committed quick-scale runs (seed 0) and mini-batch measurements "
+                                   "that the notebooks read by default, or with --check remake them in a temporary "
+                                   "folder and compare: HPC bit for bit, DL within a stated tolerance.")
+    p.add_argument("--check", action="store_true", help="compare a fresh run with the fixtures; write nothing")
+    p.add_argument("--record-digests", action="store_true",
+                   help="record this machine's digest of each fixture run in data/fixtures/digests.json: where a "
+                        "test's run gives a recorded digest, it need not run it again to check the same seed's bytes")
+    p.add_argument("--folder", default=None, help="fixture folder (default data/fixtures/quick of this checkout)")
+    p.set_defaults(func=_fixtures)
+
+
 def _fixtures(args: argparse.Namespace) -> int:
     from buddylib.studies import fixtures
 
@@ -412,6 +509,31 @@ def _fixtures(args: argparse.Namespace) -> int:
         return 1 if bad else 0
     print(f"wrote {fixtures.generate(args.folder)}")
     return 0
+
+
+def _summaries_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("summaries", help="remake (or --check) the committed summaries of the slow studies",
+                       description="Run the slow studies that make reproduce reads instead of running: the HPC "
+                                   "proxies at gigabyte scale, the paper's six networks at paper scale, the "
+                                   "training-maturity study (one after another, each in its own process), and "
+                                   "write their committed summaries into data/summaries (per snapshot, allocation "
+                                   "and compressor the sector histogram, or the study's result, with the code "
+                                   "digest, date and machine that made them); or with --check remake them in a "
+                                   "temporary folder and compare: HPC bit for bit, DL ratios within a tolerance. "
+                                   "An hour or more per HPC scale, about half an hour for the DL ones, on two cores.")
+    p.add_argument("names", nargs="*", metavar="NAME",
+                   help="workloads (default: every HPC proxy and the paper's six networks)")
+    p.add_argument("--scale", nargs="+", default=None, metavar="SCALE",
+                   help="scales: large (1 GiB), paper, default and/or a footprint in MiB, e.g. 4096 (default: "
+                        "every committed HPC one and large; paper for the networks, default for the studies)")
+    p.add_argument("--study", nargs="+", default=None, choices=["run", "maturity", "adam", "caffe"],
+                   help="which summaries: the runs and/or the training-maturity, optimizer (adam) and framework "
+                        "(caffe) studies (default all)")
+    p.add_argument("--check", action="store_true",
+                   help="compare a fresh run with the committed summaries; write nothing")
+    p.add_argument("--folder", default=None,
+                   help="summary folder (default data/summaries/hpc and data/summaries/dl of this checkout)")
+    p.set_defaults(func=_summaries)
 
 
 def _summaries(args: argparse.Namespace) -> int:
@@ -439,6 +561,22 @@ def _summaries(args: argparse.Namespace) -> int:
     return 0
 
 
+def _llm_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("llm", help="notebook 10's study of LLM-era memory: ratios by tensor kind, peers, capacity",
+                       description="Measure LLM-era memory (bf16 checkpoints, MiniLM's KV cache, a GPT-style bf16 "
+                                   "training) under BPC and EBO beside the whole-tensor peers, and print the table "
+                                   "and the capacity question; --write commits the study notebook 10 reads at this "
+                                   "scale (data/summaries/llm: quick for nbval, default for make reproduce), --check "
+                                   "remakes it and compares (checkpoints bit for bit, float computation within a "
+                                   "stated tolerance).")
+    p.add_argument("--scale", default="quick", help="quick (default), default, large or a footprint in MiB")
+    p.add_argument("--seed", type=int, default=0)
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("--write", action="store_true", help="commit the study of this scale and seed")
+    how.add_argument("--check", action="store_true", help="compare a fresh study with the committed one")
+    p.set_defaults(func=_llm)
+
+
 def _llm(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -458,6 +596,22 @@ def _llm(args: argparse.Namespace) -> int:
         print(llm.ratio_table(ds))
         print(llm.capacity(ds))
     return 0
+
+
+def _reproduce_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("reproduce", help="run the main job into reports/ with an index",
+                       description="Run every result of the suite at default scale into a "
+                                   "reports folder and write its index.")
+    p.add_argument("--out", default="reports", help="reports folder (default reports)")
+    p.add_argument("--bench-mib", type=_positive_int, default=256,
+                   help="MiB per data kind in the compressor benchmark (default 256)")
+    p.add_argument("--data", default="data", help="where workload snapshots are cached (default data)")
+    p.add_argument("--regenerate", action="store_true", help="rerun workloads even if their snapshots exist")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="dask scheduler for the parallel steps, e.g. tcp://host:8786, its workers started from this "
+                        "checkout with NUMBA_NUM_THREADS=1 and --nthreads 1 (see README) (default: a local cluster, "
+                        "one worker per core; 'serial': one task after another in this process)")
+    p.set_defaults(func=_reproduce)
 
 
 def _reproduce(args: argparse.Namespace) -> int:
@@ -482,144 +636,9 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="buddy", description=__doc__.split(":")[0] + ".")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    b = sub.add_parser("bench", help="compressor throughput and ratios beside zstd and lz4",
-                       description="Time every compressor on sparse, smooth and random data and bf16 "
-                                   "weights, beside zstd-1 and lz4, and write CSV, Markdown and a figure.")
-    b.add_argument("--mib", type=_positive_int, default=256, help="MiB per data kind (default 256)")
-    b.add_argument("--repeat", type=_positive_int, default=5,
-                   help="timed calls per figure, median reported with min/max (default and least 5)")
-    b.add_argument("--seed", type=int, default=0, help="seed of the generated data (default 0)")
-    b.add_argument("--out", default="reports/bench", help="output folder (default reports/bench)")
-    b.add_argument("--analyze-gib", type=float, default=1.0, help="file size for timing buddy analyze (GiB)")
-    b.add_argument("--dask-gib", type=float, default=2.0, help="file size for the dask 1 vs 2 workers run (GiB)")
-    b.add_argument("--compressors-only", action="store_true",
-                   help="skip the cold compile, buddy analyze and dask timings")
-    b.set_defaults(func=_bench)
-
-    from buddylib.compressors import DEFAULT_COMPRESSORS
-    from buddylib.layout import DEFAULT_THRESHOLD, POLICIES, TARGETS
-    from buddylib.userdata.readers import MAX_BYTES
-
-    a = sub.add_parser("analyze", help="capacity a GPU would gain on your arrays, per allocation",
-                       description="Read arrays (.npy, .npz, .safetensors, .pt/.pth, zarr, raw dumps "
-                                   "with --dtype), treat each as an allocation, and print its ideal "
-                                   "ratio per compressor, chosen target, overflow and device/buddy bytes.")
-    a.add_argument("paths", nargs="+", metavar="PATH",
-                   help="input files or zarr stores, or one run saved by `buddy workloads run` (.nc)")
-    a.add_argument("--compressor", nargs="+", default=None, metavar="NAME",
-                   help="compressors; the first drives the layout (default: "
-                        f"{' '.join(DEFAULT_COMPRESSORS)}, and where the data holds bfloat16 or float16 arrays "
-                        f"the code made for them, {' and '.join(FLOAT16_CODES.values())})")
-    a.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
-                   help="buddy threshold, the largest accepted overflow fraction (default %(default)s)")
-    a.add_argument("--targets", type=float, nargs="+", default=list(TARGETS), metavar="R",
-                   help="target ratios the policy may choose (default 1 1.333 2 4; 8 and 16 extend)")
-    a.add_argument("--policy", choices=POLICIES, default="profile", help="placement policy (default profile)")
-    a.add_argument("--no-zero-flag", action="store_true", help="all-zero entries take a sector, not 0")
-    a.add_argument("--dtype", help="read every PATH as a raw dump of this numpy dtype (e.g. float32)")
-    a.add_argument("--shape", help="with --dtype: the array shape, e.g. 1024,1024 (checked against the size)")
-    a.add_argument("--out", help="also write the full result Dataset (.nc netCDF or .zarr)")
-    a.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    a.add_argument("--plot", metavar="IMAGE",
-                   help="also draw the per-allocation picture of notebook 00 (device/buddy/metadata bytes and "
-                        "target per allocation, sectors per entry, effective ratio) to a .png, .svg or .pdf")
-    a.add_argument("--scheduler", metavar="ADDRESS", help="run on an existing dask scheduler (tcp://host:port)")
-    a.add_argument("--max-bytes", type=_size, default=MAX_BYTES, metavar="SIZE",
-                   help="refuse an input declaring more (default 16GiB; e.g. 64GiB, 1TiB): every declared byte, "
-                        "fill values included, is compressed")
-    a.set_defaults(func=_analyze)
-
-    w = sub.add_parser("workloads", help="list or run the built-in workloads (snapshots into data/)",
-                       description="List the built-in workloads, or run them and save their snapshots, "
-                                   "access profile and index arrays.")
-    wsub = w.add_subparsers(dest="action", required=True, metavar="ACTION")
-    wsub.add_parser("list", help="names and what each stands for").set_defaults(func=_workloads)
-    wr = wsub.add_parser("run", help="run workloads and save their snapshots",
-                         description="Run workloads and save NAME-SCALE-sSEED.nc (snapshots), "
-                                     ".profile.json (access profile) and .index.npz (gather index arrays).")
-    wr.add_argument("names", nargs="+", metavar="NAME", help="workload names, or 'all'")
-    wr.add_argument("--scale", default="quick", help="quick, default, large, or a footprint in MiB (default quick)")
-    wr.add_argument("--seed", type=int, default=0, help="seed (default 0): the same seed gives the same bytes")
-    wr.add_argument("--out", default="data", help="output folder (default data)")
-    wr.set_defaults(func=_workloads)
-
-    c = sub.add_parser("capture", help="record your own PyTorch model's training (or inference) steps",
-                       description="Run SCRIPT under buddylib.userdata.capture.Recorder and save what a GPU would hold "
-                                   "at each step (snapshots) and how the step reads it (access profile), as `buddy "
-                                   "workloads run` saves a run: `buddy analyze` and notebooks 00 and 08 read it. "
-                                   "SCRIPT defines `model` (an nn.Module), `loop()` (runs the steps, calling model) "
-                                   "and optionally `optimizer` (training; without it, inference) and `loss_fn` "
-                                   "(the loss module).")
-    c.add_argument("script", metavar="SCRIPT", help="a Python file following that convention")
-    c.add_argument("--out", help="save the recording here (.nc or .zarr; .profile.json and .index.npz beside)")
-    c.add_argument("--every", type=int, default=1, help="a snapshot after every N-th step (default 1), and one "
-                   "at the start")
-    c.add_argument("--check", metavar="RECORDING", help="compare with a committed recording of the same script: "
-                   "allocations and profile equal, ideal ratios within the fixtures' tolerance (exit 1 if not)")
-    c.set_defaults(func=_capture)
-
-    f = sub.add_parser("fixtures", help="remake (or --check) the committed quick-scale runs the notebooks read",
-                       description="Remake the committed quick-scale runs (seed 0) and mini-batch measurements "
-                                   "that the notebooks read by default, or with --check remake them in a temporary "
-                                   "folder and compare: HPC bit for bit, DL within a stated tolerance.")
-    f.add_argument("--check", action="store_true", help="compare a fresh run with the fixtures; write nothing")
-    f.add_argument("--record-digests", action="store_true",
-                   help="record this machine's digest of each fixture run in data/fixtures/digests.json: where a "
-                        "test's run gives a recorded digest, it need not run it again to check the same seed's bytes")
-    f.add_argument("--folder", default=None, help="fixture folder (default data/fixtures/quick of this checkout)")
-    f.set_defaults(func=_fixtures)
-
-    m = sub.add_parser("summaries", help="remake (or --check) the committed summaries of the slow studies",
-                       description="Run the slow studies that make reproduce reads instead of running: the HPC "
-                                   "proxies at gigabyte scale, the paper's six networks at paper scale, the "
-                                   "training-maturity study (one after another, each in its own process), and "
-                                   "write their committed summaries into data/summaries (per snapshot, allocation "
-                                   "and compressor the sector histogram, or the study's result, with the code "
-                                   "digest, date and machine that made them); or with --check remake them in a "
-                                   "temporary folder and compare: HPC bit for bit, DL ratios within a tolerance. "
-                                   "An hour or more per HPC scale, about half an hour for the DL ones, on two cores.")
-    m.add_argument("names", nargs="*", metavar="NAME",
-                   help="workloads (default: every HPC proxy and the paper's six networks)")
-    m.add_argument("--scale", nargs="+", default=None, metavar="SCALE",
-                   help="scales: large (1 GiB), paper, default and/or a footprint in MiB, e.g. 4096 (default: "
-                        "every committed HPC one and large; paper for the networks, default for the studies)")
-    m.add_argument("--study", nargs="+", default=None, choices=["run", "maturity", "adam", "caffe"],
-                   help="which summaries: the runs and/or the training-maturity, optimizer (adam) and framework "
-                        "(caffe) studies (default all)")
-    m.add_argument("--check", action="store_true",
-                   help="compare a fresh run with the committed summaries; write nothing")
-    m.add_argument("--folder", default=None,
-                   help="summary folder (default data/summaries/hpc and data/summaries/dl of this checkout)")
-    m.set_defaults(func=_summaries)
-
-    lm = sub.add_parser("llm", help="notebook 10's study of LLM-era memory: ratios by tensor kind, peers, capacity",
-                        description="Measure LLM-era memory (bf16 checkpoints, MiniLM's KV cache, a GPT-style bf16 "
-                                    "training) under BPC and EBO beside the whole-tensor peers, and print the table "
-                                    "and the capacity question; --write commits the study notebook 10 reads at this "
-                                    "scale (data/summaries/llm: quick for nbval, default for make reproduce), --check "
-                                    "remakes it and compares (checkpoints bit for bit, float computation within a "
-                                    "stated tolerance).")
-    lm.add_argument("--scale", default="quick", help="quick (default), default, large or a footprint in MiB")
-    lm.add_argument("--seed", type=int, default=0)
-    how = lm.add_mutually_exclusive_group()
-    how.add_argument("--write", action="store_true", help="commit the study of this scale and seed")
-    how.add_argument("--check", action="store_true", help="compare a fresh study with the committed one")
-    lm.set_defaults(func=_llm)
-
-    r = sub.add_parser("reproduce", help="run the main job into reports/ with an index",
-                       description="Run every result of the suite at default scale into a "
-                                   "reports folder and write its index.")
-    r.add_argument("--out", default="reports", help="reports folder (default reports)")
-    r.add_argument("--bench-mib", type=_positive_int, default=256,
-                   help="MiB per data kind in the compressor benchmark (default 256)")
-    r.add_argument("--data", default="data", help="where workload snapshots are cached (default data)")
-    r.add_argument("--regenerate", action="store_true", help="rerun workloads even if their snapshots exist")
-    r.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="dask scheduler for the parallel steps, e.g. tcp://host:8786, its workers started from this "
-                        "checkout with NUMBA_NUM_THREADS=1 and --nthreads 1 (see README) (default: a local cluster, "
-                        "one worker per core; 'serial': one task after another in this process)")
-    r.set_defaults(func=_reproduce)
+    for add in (_bench_parser, _analyze_parser, _workloads_parser, _capture_parser, _fixtures_parser,
+                _summaries_parser, _llm_parser, _reproduce_parser):
+        add(sub)
     return parser
 
 
