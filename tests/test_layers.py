@@ -71,7 +71,11 @@ def _imports(module: str) -> set[str]:
     return found
 
 
-GRAPH = {m: _imports(m) for m in MODULES}
+#: Imports the rule allows, each with why. ``buddylib.capture``: the package face names the recorder of your own model
+#: (issue 39: ``from buddylib import capture``) by a lazy module attribute, imported on first use only, so
+#: ``import buddylib`` still imports nothing above the compressors (checked below).
+EXCEPTIONS = {("buddylib", "buddylib.userdata.capture")}
+GRAPH = {m: _imports(m) - {t for s, t in EXCEPTIONS if s == m} for m in MODULES}
 LEVEL = {unit: i for i, layer in enumerate(LAYERS) for unit in layer}
 
 
@@ -125,3 +129,15 @@ def test_the_checks_see_a_function_level_import() -> None:
     """What the layer and cycle checks rest on: an import inside a function is found like a top-level one."""
     assert "buddylib.studies.experiments" in GRAPH["buddylib.report.index_page"]  # imported inside a function
     assert "buddylib.snapshot" in GRAPH["buddylib.userdata.readers"]
+
+
+def test_the_package_face_imports_the_recorder_only_when_asked() -> None:
+    """The exception above: ``import buddylib`` leaves torch and the recorder unimported; ``buddylib.capture`` and
+    ``from buddylib import capture`` are the recorder's module."""
+    import subprocess
+    import sys
+
+    code = ("import sys, buddylib; assert 'torch' not in sys.modules and 'buddylib.userdata.capture' not in "
+            "sys.modules; from buddylib import capture; import buddylib.userdata.capture as c; "
+            "assert capture is c is buddylib.capture and capture.Recorder")
+    subprocess.run([sys.executable, "-c", code], check=True)

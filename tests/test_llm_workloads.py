@@ -53,8 +53,8 @@ def test_same_seed_same_bytes_and_every_16_bit_tensor_round_trips(run: workloads
     n = 0
     for snap in run.snapshots:  # the weights do not change: the last snapshot's; the rest of every one
         for a in snap.allocations:
-            if a.dtype == "int16" and (snap is run.snapshots[-1] or a.kind not in ("weights", "half_weights")):
-                raw = np.asarray(a.data)
+            if a.dtype == "bfloat16" and (snap is run.snapshots[-1] or a.kind not in ("weights", "half_weights")):
+                raw = np.asarray(a.data).view(np.uint16)  # bf16 bits, as encode takes them (test_compressor_paths)
                 assert ebo.decode(ebo.encode(raw)) == raw.tobytes(), f"{a.name} step {snap.step}"
                 n += 1
     assert n > 20
@@ -74,7 +74,7 @@ def test_kv_cache_is_the_bf16_models_keys_and_values_at_every_grid_point(run: wo
         assert (h, hd) == (heads, d // heads) and all(a.shape == kv[0].shape for a in kv)
         shapes.add((t, b))
         weights = [a for a in snap.allocations if a.kind == "weights"]
-        assert all(a.dtype == "int16" for a in weights) and sum(a.nbytes for a in weights) > 40 << 20
+        assert all(a.dtype == "bfloat16" for a in weights) and sum(a.nbytes for a in weights) > 40 << 20
     assert shapes == set(w.grid)  # every (length, batch) of the grid, one per step
     assert len({t for t, _ in shapes}) >= 3 and len({b for _, b in shapes}) >= 2
     # the last step's cache against the fp32 checkpoint's keys and values: bf16's rounding apart
@@ -113,7 +113,7 @@ def test_gpt_training_holds_fp32_masters_adamw_moments_and_bf16_copies(run: work
     for a in run.snapshots[-1].allocations:
         kinds.setdefault(a.kind, set()).add(a.dtype)
     assert kinds["weights"] == kinds["gradients"] == kinds["optimizer"] == {"float32"}
-    assert kinds["half_weights"] == {"int16"} and "int16" in kinds["activations"]
+    assert kinds["half_weights"] == {"bfloat16"} and "bfloat16" in kinds["activations"]
     names = {a.name for a in run.snapshots[-1].allocations}
     assert {"wte.weight.exp_avg", "wte.weight.exp_avg_sq", "wte.weight.bf16"} <= names
     assert w.losses[-1] < w.losses[0] - 1.0  # it learns

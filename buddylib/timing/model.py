@@ -130,7 +130,7 @@ class Workset:
 
 
 #: Element sizes of dtypes numpy does not know (raw tensors the readers label by name).
-_EXTRA_ITEMSIZE = {"bfloat16": 2, "float8_e4m3": 1, "float8_e5m2": 1}
+_EXTRA_ITEMSIZE = {"bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
 
 
 def _itemsize(alloc) -> int:

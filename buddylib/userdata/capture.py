@@ -44,7 +44,7 @@ from buddylib.snapshot import Allocation, Snapshot
 from buddylib.snapshot import save as save_snapshots
 from buddylib.threads import numba_threads
 from buddylib.workloads.base import Access, AccessProfile, Kernel
-from buddylib.workloads.dl.base import TorchWorkload, _Call, _grad_tensors, _ptr, _tensors, _Tracer, _whole_storage
+from buddylib.workloads.dl.base import TorchWorkload, _Call, _ptr, _tensors, _Tracer, _whole_storage, host_array
 
 #: GPU memory a recording does not hold: said wherever a recorded run is read (the profile's ``recorded`` field).
 UNSEEN = (
@@ -56,11 +56,6 @@ UNSEEN = (
     "temporaries a kernel frees before the step ends that autograd did not save (they do not outlive the step)",
 )
 
-#: Allocation dtypes numpy lacks: recorded as raw integers of the same width, labelled with the real type.
-_RAW = {torch.bfloat16: (torch.int16, "bfloat16"), torch.float8_e4m3fn: (torch.uint8, "float8_e4m3"),
-        torch.float8_e5m2: (torch.uint8, "float8_e5m2")}
-
-
 #: What a recording compresses every allocation with: what the built-in runs record, and the codes made for 16-bit
 #: floats (autocast's copies and activations are bf16 or fp16; which, a recorder learns only as the step runs).
 COMPRESSORS = (*ALL_COMPRESSORS, *FLOAT16_COMPRESSORS)
@@ -68,19 +63,6 @@ COMPRESSORS = (*ALL_COMPRESSORS, *FLOAT16_COMPRESSORS)
 
 class CaptureError(ValueError):
     """A model, optimizer or call the recorder cannot record, said in one line."""
-
-
-def host_array(t: torch.Tensor) -> tuple[np.ndarray, str | None]:
-    """The tensor's memory on the host as a numpy array, and the dtype label numpy lacks (else ``None``):
-    CUDA tensors are copied, bfloat16 and float8 are read as integers of their width."""
-    t = t.detach()
-    label = None
-    if t.dtype in _RAW:
-        raw, label = _RAW[t.dtype]
-        t = t.view(raw)
-    if t.device.type != "cpu":
-        t = t.cpu()
-    return t.numpy(), label
 
 
 def _devices(model: nn.Module) -> set[torch.device]:
@@ -196,7 +178,7 @@ class Recorder(TorchWorkload):
             raise CaptureError("snapshot(): called inside the model's forward; call it between the steps' phases")
         self._resolve()
         with numba_threads(self.compress_threads):  # one host copy at a time (a CUDA model's may be large)
-            pairs = [self._compressed(n, t, kind) for n, (t, kind) in self._live().items()]
+            pairs = [self._compressed(n, t, kind) for n, (t, kind) in self.live().items()]
         allocations, parts = [a for a, _ in pairs], [part for _, part in pairs]
         if not allocations:
             raise CaptureError("snapshot(): nothing is live to record")
@@ -395,8 +377,8 @@ class Recorder(TorchWorkload):
     def _compressed(self, name: str, t: torch.Tensor, kind: str) -> tuple[Allocation, bytes]:
         """One allocation as a snapshot holds it (sectors per compressor, reference sizes, the bytes if kept),
         and its part of :attr:`run_digest` (name, dtype, shape and the bytes' digest)."""
-        arr, label = host_array(t)
-        a = Allocation.from_array(name, np.copy(arr) if self.keep_bytes else arr, kind=kind, dtype=label)
+        arr = host_array(t)
+        a = Allocation.from_array(name, np.copy(arr) if self.keep_bytes else arr, kind=kind)
         a.sectors = {c: sectors(arr, c) for c in self.compressors}
         a.reference_bytes = {r: reference_bytes(arr, r) for r in self.references}
         if not self.keep_bytes:
@@ -438,7 +420,7 @@ class Recorder(TorchWorkload):
         kernels += _cache_reads(tracer, {_ptr(t): n for n, t in self._kv.items()})
         tracer.release()
         self.steps += 1
-        self._profile = AccessProfile(self.name, kernels).validate(list(self._live()))
+        self._profile = AccessProfile(self.name, kernels).validate(list(self.live()))
         self._index = {}
         if self.every and self.steps % self.every == 0:
             self.snapshot()
@@ -450,9 +432,9 @@ class Recorder(TorchWorkload):
         kernels = self._trace_kernels(*self._last)
         if self.optimizer is None:
             kernels = kernels[:-1]  # the optimizer's kernel: none ran
-        live = self._live()
+        live = self.live()
         self._profile = AccessProfile(self.name, kernels).validate(list(live))
-        self._index = {a.index: np.copy(host_array(live[a.index][0])[0]) for k in kernels for a in k.accesses
+        self._index = {a.index: np.copy(host_array(live[a.index][0])) for k in kernels for a in k.accesses
                        if a.index}
 
     def _optimizer_kernel(self) -> Kernel:
@@ -460,31 +442,8 @@ class Recorder(TorchWorkload):
             return Kernel("optimizer", [], 0.0)  # dropped by _record_profile
         return super()._optimizer_kernel()
 
-    def _live(self) -> dict[str, tuple[torch.Tensor, str]]:
-        """Every live allocation, ``{name: (tensor, kind)}``, in the built-in runs' order: inputs, parameters,
-        buffers, gradients, optimizer state, saved tensors (or leaf outputs), declared caches."""
-        out: dict[str, tuple[torch.Tensor, str]] = {n: (t, "input") for n, t in self._inputs.items()}
-        params = list(self.model.named_parameters())
-        out.update({n: (p, "weights") for n, p in params})
-        out.update({n: (b, "kv_cache" if "cache" in n.lower() else "other")
-                    for n, b in self.model.named_buffers() if b.numel()})
-        for n, p in params:
-            out.update({g: (t, "gradients") for g, t in _grad_tensors(n, p).items()})
-        if self.optimizer is not None:
-            for n, p in params:
-                for key, v in self.optimizer.state.get(p, {}).items():
-                    if isinstance(v, torch.Tensor) and v.dim() > 0:
-                        out[f"{n}.{key}"] = (v, "optimizer")
-        out.update({n: (t, "half_weights" if n in self._half else "activations") for n, t in self._acts.items()})
-        out.update({n: (t, "kv_cache") for n, t in self._kv.items()})
-        for n, (t, _) in out.items():
-            if t.device.type == "meta":
-                raise CaptureError(f"allocation {n}: a meta tensor holds no bytes")
-        return {n: (t, k) for n, (t, k) in out.items() if t.numel()}  # an empty tensor holds no memory
-
-    def allocations(self) -> dict[str, tuple[np.ndarray, str]]:
-        """What is live now as the Workload contract has it, ``{name: (host array, kind)}``."""
-        return {n: (host_array(t)[0], k) for n, (t, k) in self._live().items()}
+    def caches(self) -> dict[str, torch.Tensor]:
+        return dict(self._kv)
 
 
 #: What a script given to ``buddy capture`` defines (:func:`run_script`): ``model`` and ``loop`` are required.

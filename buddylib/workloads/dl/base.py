@@ -44,6 +44,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+import ml_dtypes
 import numpy as np
 import torch
 from torch import nn
@@ -111,12 +112,23 @@ def scaled(n: float, w: float, minimum: int = 1) -> int:
     return max(minimum, round(n * w))
 
 
-def to_numpy(t: torch.Tensor) -> np.ndarray:
-    """The tensor's memory as a numpy array of its dtype (bfloat16/float16 bits as int16; shared, not copied)."""
+#: torch dtypes numpy lacks, read through integers of their width as ml_dtypes' numpy types of the same name, so an
+#: allocation's dtype label is the tensor's (``bfloat16``, ``float8_e4m3fn``) wherever it is recorded or read.
+_RAW = {torch.bfloat16: (torch.int16, ml_dtypes.bfloat16), torch.float8_e4m3fn: (torch.uint8, ml_dtypes.float8_e4m3fn),
+        torch.float8_e5m2: (torch.uint8, ml_dtypes.float8_e5m2)}
+
+
+def host_array(t: torch.Tensor) -> np.ndarray:
+    """The tensor's memory as a numpy array of its own dtype: the one conversion of every run, built-in or
+    recorded. A CPU tensor's is shared, not copied; a CUDA tensor's is copied to the host."""
     t = t.detach()
-    if t.dtype == torch.bfloat16:
-        t = t.view(torch.int16)
-    return t.numpy()
+    raw = _RAW.get(t.dtype)
+    if raw is not None:
+        t = t.view(raw[0])
+    if t.device.type != "cpu":
+        t = t.cpu()
+    a = t.numpy()
+    return a.view(raw[1]) if raw is not None else a
 
 
 def _tensors(obj: Any) -> Iterator[torch.Tensor]:
@@ -542,20 +554,35 @@ class TorchWorkload(TracedWorkload):
         tracer.release()  # storages recorded this step were unique while it ran; names resolve them now
         self._last = (tracer, {**known, **names})
 
-    def allocations(self) -> dict[str, tuple[np.ndarray, str]]:
-        out: dict[str, tuple[np.ndarray, str]] = {n: (to_numpy(t), "input") for n, t in self.inputs().items()}
+    def live(self) -> dict[str, tuple[torch.Tensor, str]]:
+        """Every live allocation as a tensor and its kind, ``{name: (tensor, kind)}``, in the one order every run
+        records (built-in or :class:`~buddylib.userdata.capture.Recorder`): inputs, parameters, buffers (``kv_cache``
+        where the name says cache), gradients, optimizer state, saved tensors (or leaf outputs), declared caches
+        (:meth:`caches`). An empty tensor holds no memory and is left out."""
+        out: dict[str, tuple[torch.Tensor, str]] = {n: (t, "input") for n, t in self.inputs().items()}
         params = list(self.model.named_parameters())
-        out.update({n: (to_numpy(p), "weights") for n, p in params})
-        out.update({n: (to_numpy(b), "other") for n, b in self.model.named_buffers() if b.numel()})
+        out.update({n: (p, "weights") for n, p in params})
+        out.update({n: (b, "kv_cache" if "cache" in n.lower() else "other") for n, b in self.model.named_buffers()})
         for n, p in params:
-            out.update({g: (to_numpy(t), "gradients") for g, t in _grad_tensors(n, p).items()})
+            out.update({g: (t, "gradients") for g, t in _grad_tensors(n, p).items()})
+        state = self.optimizer.state if self.optimizer is not None else {}
         for n, p in params:
-            for key, v in self.optimizer.state.get(p, {}).items():
+            for key, v in state.get(p, {}).items():
                 if isinstance(v, torch.Tensor) and v.dim() > 0:  # Adam's 0-dim step count stays on the host
-                    out[f"{n}.{key}"] = (to_numpy(v), "optimizer")
-        out.update({n: (to_numpy(t), "half_weights" if n in self._half else "activations")
-                    for n, t in self._acts.items()})
-        return out
+                    out[f"{n}.{key}"] = (v, "optimizer")
+        out.update({n: (t, "half_weights" if n in self._half else "activations") for n, t in self._acts.items()})
+        out.update({n: (t, "kv_cache") for n, t in self.caches().items()})
+        for n, (t, _) in out.items():
+            if t.device.type == "meta":
+                raise ValueError(f"allocation {n}: a meta tensor holds no bytes")
+        return {n: (t, k) for n, (t, k) in out.items() if t.numel()}
+
+    def caches(self) -> dict[str, torch.Tensor]:
+        """Caches the model keeps outside its modules (a served model's keys and values), by allocation name."""
+        return {}
+
+    def allocations(self) -> dict[str, tuple[np.ndarray, str]]:
+        return {n: (host_array(t), k) for n, (t, k) in self.live().items()}
 
     def profile(self) -> AccessProfile:
         """The kernels of the last step (none before the first)."""

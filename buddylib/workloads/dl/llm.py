@@ -36,7 +36,7 @@ from torch import nn
 from buddylib.workloads._registry import register
 from buddylib.workloads.base import QUICK_LIMIT, SCALES, Access, AccessProfile, Kernel, Workload
 from buddylib.workloads.dl import minilm
-from buddylib.workloads.dl.base import HalfMatmulsInFloat, deterministic_torch, to_numpy
+from buddylib.workloads.dl.base import HalfMatmulsInFloat, deterministic_torch, host_array
 from buddylib.workloads.dl.data import corpus
 from buddylib.workloads.dl.lm import LanguageModel, TransformerLM
 
@@ -128,9 +128,9 @@ class MiniLMKVCache(Workload):
             self._draw()
 
     def allocations(self) -> dict[str, tuple[np.ndarray, str]]:
-        out = {n: (to_numpy(t), "index" if n.endswith("position_ids") else "weights") for n, t in self.state.items()}
+        out = {n: (host_array(t), "index" if n.endswith("position_ids") else "weights") for n, t in self.state.items()}
         out["input_ids"] = (self.input_ids.numpy(), "input")
-        out.update({n: (to_numpy(t), "kv_cache") for n, t in self.kv.items()})
+        out.update({n: (host_array(t), "kv_cache") for n, t in self.kv.items()})
         return out
 
     def profile(self) -> AccessProfile:

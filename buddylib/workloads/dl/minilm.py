@@ -57,7 +57,7 @@ import torch
 from buddylib.workloads._registry import register
 from buddylib.workloads.base import QUICK_LIMIT, SCALES, AccessProfile, Kernel
 from buddylib.workloads.dl import weights
-from buddylib.workloads.dl.base import TracedWorkload, _ptr, _Tracer, deterministic_torch, to_numpy
+from buddylib.workloads.dl.base import TracedWorkload, _ptr, _Tracer, deterministic_torch, host_array
 from buddylib.workloads.dl.bert import SentenceEncoder, load
 from buddylib.workloads.dl.data import corpus
 from buddylib.workloads.dl.tokenizer import WordPiece
@@ -192,10 +192,10 @@ class MiniLMInference(TracedWorkload):
         tracer.release()  # kernels hold names; drop the references to module inputs
 
     def allocations(self) -> dict[str, tuple[np.ndarray, str]]:
-        out = {n: (to_numpy(t), "index" if n in self.buffer_names.values() else "weights")
+        out = {n: (host_array(t), "index" if n in self.buffer_names.values() else "weights")
                for n, t in self.state.items()}
-        out.update({n: (to_numpy(getattr(self, n)), "input") for n in INPUTS})
-        out.update({n: (to_numpy(t), "activations") for n, t in self._acts.items()})
+        out.update({n: (host_array(getattr(self, n)), "input") for n in INPUTS})
+        out.update({n: (host_array(t), "activations") for n, t in self._acts.items()})
         return out
 
     def profile(self) -> AccessProfile:
