@@ -3,7 +3,7 @@
 The built-in networks record themselves (:mod:`buddylib.workloads.dl.base`); :class:`Recorder` gives the same
 recording to a user's own model and loop, in the way PyTorch users already profile::
 
-    from buddylib.userdata import capture
+    from buddylib import capture
     with capture.Recorder(model, optimizer, loss_fn=criterion) as rec:
         for x, y in batches:
             loss = criterion(model(x), y)
