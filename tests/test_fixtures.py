@@ -17,7 +17,7 @@ import pytest
 
 from buddylib import workloads
 from buddylib.provenance import MANIFEST, frozen
-from buddylib.studies import experiments, fixtures
+from buddylib.studies import cache, experiments, fixtures
 
 MADE = json.loads((fixtures.FOLDER / MANIFEST).read_text())
 
@@ -25,7 +25,7 @@ MADE = json.loads((fixtures.FOLDER / MANIFEST).read_text())
 def test_every_workload_and_file_is_there_untouched() -> None:
     assert set(MADE["workloads"]) == {n for s in fixtures.SUITES for n in workloads.names(s)}
     on_disk = {p.name for p in fixtures.FOLDER.iterdir()  # not the results and temporaries cached beside them
-               if p.name != MANIFEST and not experiments.cached_result(p)}
+               if p.name != MANIFEST and not cache.cached_result(p)}
     assert on_disk == set(MADE["files"])
     for name, digest in MADE["files"].items():  # edited by hand or half-regenerated: the hash says so
         assert hashlib.sha256((fixtures.FOLDER / name).read_bytes()).hexdigest() == digest, name

@@ -10,7 +10,7 @@ import pytest
 import xarray as xr
 
 from buddylib.snapshot import Allocation, Snapshot
-from buddylib.studies import llm
+from buddylib.studies import llm, llm_measure
 from buddylib.timing import gpu
 from buddylib.workloads import Access, AccessProfile, Kernel
 
@@ -57,8 +57,8 @@ def test_kernel_scale_repeats_every_kernels_bytes_and_flops() -> None:
     a.sectors = {"bpc32": np.array([4, 4], np.uint8)}
     snap = Snapshot("t", [a])
     prof = AccessProfile("t", [Kernel("k", [Access("w", "read", fraction=0.5)], 10.0)])
-    allocs, rep = llm._repeated(snap, prof, 3)
+    allocs, rep = llm_measure._repeated(snap, prof, 3)
     assert [x.name for x in allocs] == ["w#0", "w#1", "w#2"] and all(x.sectors is a.sectors for x in allocs)
     (k,) = rep.kernels
     assert k.flops == 30.0 and [(x.allocation, x.fraction) for x in k.accesses] == [(f"w#{i}", 0.5) for i in range(3)]
-    assert llm._repeated(snap, prof, 1) == (snap.allocations, prof)
+    assert llm_measure._repeated(snap, prof, 1) == (snap.allocations, prof)

@@ -39,7 +39,7 @@ def test_caches_made_by_other_code_are_recomputed(tmp_path: Path, monkeypatch) -
     import json
 
     from buddylib import workloads
-    from buddylib.studies import experiments
+    from buddylib.studies import analyses, experiments
 
     data = tmp_path / "data"
     path = workloads.cached_run("ostencil", "quick", data=data)
@@ -63,7 +63,7 @@ def test_caches_made_by_other_code_are_recomputed(tmp_path: Path, monkeypatch) -
     other = experiments.workload_ratios(["ostencil"], "quick", data=data, thresholds=[0.3], progress=False)
     assert len(list(data.glob("ostencil-quick-s0.ratios-*.nc"))) == 2 and other.threshold.values.tolist() == [0.3]
 
-    monkeypatch.setattr(experiments, "code_version", lambda *parts: "other-code")
+    monkeypatch.setattr(analyses, "code_version", lambda *parts: "other-code")
     experiments.slowdowns(["ostencil"], "quick", data=data, progress=False)
     assert sweep.stat().st_mtime_ns > swept  # the timing model changed: recomputed
     assert xr.open_dataset(sweep).attrs["code"].startswith("other-code+")
@@ -87,3 +87,40 @@ def test_every_notebook_has_a_first_run_cost() -> None:
     """A fresh clone starts the notebooks longest first from measured seconds (no steps.csv of its own yet)."""
     assert set(reproduce.NOTEBOOK_SECONDS) == {nb.stem for nb in reproduce.notebook_paths()}
     assert all(s > 0 for s in reproduce.NOTEBOOK_SECONDS.values())
+
+
+def test_a_notebook_helper_stales_no_result_and_an_analysis_stales_its_own(tmp_path: Path, monkeypatch) -> None:
+    """A cached or committed result's digest covers the code that computes it and nothing else: a function added to
+    the notebooks' faces (``studies/experiments.py``, ``studies/llm.py``) changes no digest; one added to the
+    analyses (``studies/analyses.py``) changes every analysis's, one added to notebook 10's measurement
+    (``studies/llm_measure.py``) that study's alone."""
+    import shutil
+
+    from buddylib import provenance
+    from buddylib.studies import llm_measure
+
+    copy = tmp_path / "buddylib"
+    shutil.copytree(provenance.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+
+    def digests() -> tuple[str, str]:
+        provenance.code_version.cache_clear()
+        return provenance.code_version(*provenance.ANALYSIS_SOURCES), provenance.code_version(*llm_measure.SOURCES)
+
+    def edit(rel: str) -> None:
+        with open(copy / rel, "a") as f:
+            f.write("\n\ndef _added_by_a_test() -> int:\n    return 1\n")
+
+    monkeypatch.setattr(provenance, "PACKAGE", copy)
+    try:
+        analysis, study = before = digests()
+        for helper in ("studies/experiments.py", "studies/llm.py", "studies/cache.py"):
+            edit(helper)
+            assert digests() == before, helper
+        edit("studies/analyses.py")
+        analysis2, study2 = digests()
+        assert analysis2 != analysis and study2 != study  # the LLM study's analysis is the analyses' too
+        edit("studies/llm_measure.py")
+        assert digests()[0] == analysis2 and digests()[1] != study2
+    finally:
+        monkeypatch.undo()
+        provenance.code_version.cache_clear()

@@ -17,7 +17,7 @@ import xarray as xr
 
 from buddylib import workloads
 from buddylib.report import reproduce
-from buddylib.studies import experiments, fidelity, fixtures, llm, remake, summaries
+from buddylib.studies import cache, fidelity, fixtures, llm, remake, summaries
 
 pytestmark = pytest.mark.skipif("alexnet" not in workloads.names("dl"), reason="torch is not installed")
 
@@ -36,7 +36,7 @@ def quick_alexnet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path,
 def _study_summary(name: str, study: str) -> dict:
     """A summary of ``name``'s optimizer (``"adam"``) or framework (``"caffe"``) study at quick scale, from the
     committed fixture."""
-    ds = experiments._load_cached(fixtures.FOLDER / f"{name}-quick-s0.{study}.nc")
+    ds = cache.load_cached(fixtures.FOLDER / f"{name}-quick-s0.{study}.nc")
     return {"format": summaries.STUDY_FORMAT, "study": study, "workload": name, "scale": "quick", "seed": 0,
             "code": fidelity.study_key(name, study)["code"], "seconds": 1.0, "peak_rss_bytes": 0,
             "date": "2000-01-01T00:00:00+00:00", "machine": fixtures.machine(), "result": summaries._to_dict(ds)}
@@ -44,7 +44,7 @@ def _study_summary(name: str, study: str) -> dict:
 
 def _maturity_summary(name: str, steps: int = 200) -> dict:
     """A maturity summary of ``name`` at quick scale from the committed fixture (no training here)."""
-    ds = experiments._load_cached(fixtures.FOLDER / f"{name}-quick-s0.maturity-200.nc")
+    ds = cache.load_cached(fixtures.FOLDER / f"{name}-quick-s0.maturity-200.nc")
     return {"format": summaries.STUDY_FORMAT, "study": "maturity", "workload": name, "scale": "quick", "seed": 0,
             "steps": steps, "snapshots": 9, "code": fidelity.maturity_key(name, steps)["code"], "seconds": 1.0,
             "peak_rss_bytes": 0, "date": "2000-01-01T00:00:00+00:00", "machine": fixtures.machine(),
@@ -250,7 +250,7 @@ def test_provenance_lists_every_committed_summary() -> None:
 
 
 def test_study_results_round_trip_exactly() -> None:
-    ds = experiments._load_cached(fixtures.FOLDER / "vgg16-quick-s0.maturity-200.nc")
+    ds = cache.load_cached(fixtures.FOLDER / "vgg16-quick-s0.maturity-200.nc")
     back = summaries.result({"result": json.loads(json.dumps(summaries._to_dict(ds)))})
     xr.testing.assert_identical(back, ds)
     assert np.isnan(back.activation_zero_fraction.isel(snapshot=0)).all()

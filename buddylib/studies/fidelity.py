@@ -22,7 +22,7 @@ from tqdm import tqdm
 from buddylib import paper, workloads
 from buddylib.analysis import analyze
 from buddylib.provenance import code_version, frozen
-from buddylib.studies import experiments
+from buddylib.studies import cache, experiments
 from buddylib.workloads.base import PAPER_COMPRESSORS
 
 #: The networks compared at the paper's scale: the paper's DL set (each has a "paper" scale here).
@@ -125,17 +125,17 @@ def _study(names: Sequence[str], data: Path, suffix: str, key: Callable[[str], d
     ``make(name)`` and saved; a frozen folder without it is an error, never remade. Dims (workload, ...)."""
     out = []
     for name in tqdm(list(names), desc=desc, unit="workload", disable=not progress):
-        cache = data / f"{name}{suffix}"
-        if cache.exists():
-            cached = experiments._load_cached(cache)
+        path = data / f"{name}{suffix}"
+        if path.exists():
+            cached = cache.load_cached(path)
             if frozen(data) or all(cached.attrs.get(k) == v for k, v in key(name).items()):
                 out.append(cached.assign(code=("workload", [str(cached.attrs.get("code", ""))])))
                 continue
         if frozen(data):
-            raise ValueError(f"{cache}: not among the committed fixtures in {data}; pass another data folder")
+            raise ValueError(f"{path}: not among the committed fixtures in {data}; pass another data folder")
         res = make(name)
         res.attrs.update(key(name))
-        experiments.save_cache(res, cache)
+        cache.save_cache(res, path)
         out.append(res.assign(code=("workload", [res.attrs["code"]])))
     return xr.concat(out, "workload", join="outer", combine_attrs="drop_conflicts")
 

@@ -32,7 +32,7 @@ from tqdm import tqdm
 from buddylib import provenance, snapshot, workloads
 from buddylib.compressors import DEFAULT_COMPRESSORS
 from buddylib.provenance import MANIFEST, RUN_SOURCES, code_version, fma_avx2, frozen, machine
-from buddylib.studies import experiments, fidelity
+from buddylib.studies import cache, experiments, fidelity
 
 #: This checkout's data folder, and the committed fixtures in it (defined with what marks a folder as frozen).
 DATA, FOLDER, SCALE, SEED = provenance.DATA, provenance.FIXTURES, provenance.FIXTURE_SCALE, provenance.FIXTURE_SEED
@@ -80,7 +80,7 @@ def generate(folder: str | Path = FOLDER, names: Sequence[str] | None = None, pr
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "scale": SCALE, "seed": SEED, "code": code_version(*RUN_SOURCES), "machine": machine(),
             "workloads": {n: _profile(tmp, n)["digest"] for n in names},
-            "files": {p.name: _sha256(p) for p in sorted(tmp.iterdir()) if not experiments.cached_result(p)},
+            "files": {p.name: _sha256(p) for p in sorted(tmp.iterdir()) if not cache.cached_result(p)},
         }
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
         if folder.exists():

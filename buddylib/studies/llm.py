@@ -23,54 +23,34 @@ from __future__ import annotations
 
 import json
 import math
-import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-from buddylib import paper, workloads
-from buddylib.analysis import analyze
-from buddylib.compressors import peers
-from buddylib.compressors.reference import reference_bytes
-from buddylib.provenance import ANALYSIS_ONLY, code_version
-from buddylib.snapshot import Allocation, Snapshot
-from buddylib.studies import experiments, fixtures
-
-#: The per-entry codes compared (EBO on the 16-bit tensors only: it codes 16-bit floats).
-COMPRESSORS = ("bpc32", "bpc64", "ebo-bf16")
-#: Whole-tensor compressors beside them: zstd level 1, DFloat11's scheme, ZipNN, the exponent-entropy bound.
-PEERS = ("zstd-1", "dfloat11", "zipnn", "exponent-entropy")
-#: Buddy thresholds swept (the share of entries allowed to overflow to buddy memory); the paper's is 0.3.
-THRESHOLDS = (0.1, 0.2, 0.3, 0.4)
-#: Tensor kinds, in the order the notebook shows them: (label, workload, allocation kind, held in bf16).
-GROUPS = (
-    ("weights bf16 (MiniLM)", "minilm_kv", "weights", True),
-    ("weights bf16 (EfficientNet-Lite0)", "efficientnet", "weights", True),
-    ("KV cache bf16 (MiniLM)", "minilm_kv", "kv_cache", True),
-    ("master weights fp32 (GPT)", "gpt_bf16", "weights", False),
-    ("weight copies bf16 (GPT)", "gpt_bf16", "half_weights", True),
-    ("gradients fp32 (GPT)", "gpt_bf16", "gradients", False),
-    ("AdamW moments fp32 (GPT)", "gpt_bf16", "optimizer", False),
-    ("activations (GPT)", "gpt_bf16", "activations", False),
+from buddylib import paper
+from buddylib.studies import cache, fixtures
+from buddylib.studies.llm_measure import (
+    CAPACITY_GPUS,
+    COMPRESSORS,
+    GROUPS,
+    KERNEL_SCALES,
+    PEERS,
+    THRESHOLDS,
+    efficientnet_bf16,
+    key,
+    measure,
+    runs,
 )
+
+__all__ = ["CAPACITY_GPUS", "COMMITTED", "COMPRESSORS", "GROUPS", "KERNEL_SCALES", "LLAMA2_7B", "PEERS", "THRESHOLDS",
+           "TOLERANCE", "capacity", "check_committed", "committed_path", "efficientnet_bf16", "key", "measure",
+           "ratio_table", "runs", "study", "write_committed"]
+
 #: A published 7B-class configuration to extrapolate to (Llama-2-7B, Touvron et al. 2023, Table 1 and its
 #: config.json): layers, hidden size, KV heads, head dim, parameters.
 LLAMA2_7B = {"layers": 32, "hidden": 4096, "kv_heads": 32, "head_dim": 128, "params": 6.74e9}
-#: Decode kernels' sizes replayed, in multiples of MiniLM's (:func:`_slowdowns`).
-KERNEL_SCALES = (1, 4, 16)
-#: GPUs of the capacity question: name in :mod:`buddylib.timing.hardware` and the link to buddy memory.
-CAPACITY_GPUS = (("H100-80GB", "NVLink4"), ("H200-141GB", "NVLink-C2C"))
-
-
-def key() -> str:
-    """Digest of the code the study depends on: this module, the workloads', the compressors' and analysis's."""
-    return "+".join([code_version("studies/llm.py", "compressors", *ANALYSIS_ONLY), *(workloads.get(n).code()
-                                                                          for n in ("minilm_kv", "gpt_bf16"))])
-
-
 #: Where the committed study lies, and the largest relative change :func:`check_committed` accepts in a number
 #: that float computation made (the fixtures' tolerance: PyTorch's kernels differ between CPUs).
 COMMITTED = fixtures.DATA / "summaries" / "llm"
@@ -88,18 +68,18 @@ def study(scale: str | float = "quick", seed: int = 0, data: str | Path | None =
     for make reproduce), else computed and cached in ``data`` (None: this checkout's ``data/``) as
     ``llm-<scale>-s<seed>.nc``, reused while the code is the same."""
     if committed_path(scale, seed).is_file():
-        ds = experiments._load_cached(committed_path(scale, seed))
+        ds = cache.load_cached(committed_path(scale, seed))
         return ds.assign_attrs(source="committed", code_current=int(ds.attrs.get("code") == key()))
     if data is None:
         data = fixtures.DATA
-    cache = Path(data) / f"llm-{scale}-s{seed}.nc"
-    if cache.exists():
-        ds = experiments._load_cached(cache)
+    path = Path(data) / f"llm-{scale}-s{seed}.nc"
+    if path.exists():
+        ds = cache.load_cached(path)
         if ds.attrs.get("code") == key():
             return ds
     ds = measure(scale, seed, progress)
     ds.attrs["code"] = key()
-    experiments.save_cache(ds, cache)
+    cache.save_cache(ds, path)
     return ds
 
 
@@ -111,7 +91,7 @@ def write_committed(scale: str | float = "quick", seed: int = 0) -> Path:
     ds.attrs.update(code=key(), date=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                     machine=json.dumps(fixtures.machine()))
     path = committed_path(scale, seed)
-    experiments.save_cache(ds, path)
+    cache.save_cache(ds, path)
     return path
 
 
@@ -121,7 +101,7 @@ def check_committed(scale: str | float = "quick", seed: int = 0, fresh: xr.Datas
     if not committed_path(scale, seed).is_file():
         raise FileNotFoundError(f"no committed study at scale {scale}, seed {seed} ({committed_path(scale, seed)}); "
                                 f"`buddy llm --write --scale {scale} --seed {seed}` makes one")
-    kept = experiments._load_cached(committed_path(scale, seed))
+    kept = cache.load_cached(committed_path(scale, seed))
     fresh = measure(scale, seed) if fresh is None else fresh
     exact_groups = [g for g, src, *_ in GROUPS if src == "efficientnet" or g == GROUPS[0][0]]
     rows = []
@@ -141,136 +121,6 @@ def check_committed(scale: str | float = "quick", seed: int = 0, fresh: xr.Datas
             rows.append({"variable": f"{v} (checkpoints)", "max_rel_change": 0.0 if same else np.inf,
                          "exact": True, "ok": bool(same)})
     return pd.DataFrame(rows).set_index("variable")
-
-
-def efficientnet_bf16() -> list[Allocation]:
-    """EfficientNet-Lite0's published checkpoint cast to bf16 (round to nearest even), as a serving stack loads
-    it: one allocation per floating-point tensor, bf16 bits as int16."""
-    import torch
-
-    from buddylib.workloads.dl import efficientnet
-
-    out = []
-    for n, t in efficientnet.checkpoint().items():
-        if t.is_floating_point() and t.numel():
-            a = t.detach().to(torch.bfloat16).contiguous().view(torch.int16).numpy()
-            out.append(Allocation.from_array(n, a, kind="weights"))
-    return out
-
-
-def runs(scale: str | float = "quick", seed: int = 0, progress: bool = False) -> dict[str, workloads.Run]:
-    """The study's two runs, bytes kept: every grid point of the KV cache a snapshot (a run dedupes the steps it is
-    asked for), the training's 8 snapshots."""
-    return {n: workloads.get(n).run(scale, seed=seed, keep_bytes=True, compressors=COMPRESSORS, progress=progress,
-                                    n_snapshots=64 if n == "minilm_kv" else 8) for n in ("minilm_kv", "gpt_bf16")}
-
-
-def measure(scale: str | float = "quick", seed: int = 0, progress: bool = False,
-            made: dict[str, workloads.Run] | None = None) -> xr.Dataset:
-    """Run ``minilm_kv`` and ``gpt_bf16`` at ``scale`` and measure every group of :data:`GROUPS`: dims (group,
-    compressor, threshold) for the per-entry codes' ideal and effective ratios, (group, peer) for the peers',
-    (point, compressor) for the KV cache of every (length, batch) point, and the timing model's slowdown of a
-    decode step, (compressor, threshold, gpu). ``made``: the :func:`runs` of this scale and seed, if already made."""
-    t0 = time.perf_counter()
-    made = made or runs(scale, seed, progress)
-    last = {n: r.snapshots[-1].allocations for n, r in made.items()}
-    last["efficientnet"] = efficientnet_bf16()
-    groups = [(label, [a for a in last[src] if a.kind == kind], bf16) for label, src, kind, bf16 in GROUPS]
-    ratios = xr.concat([_group(label, allocs, bf16) for label, allocs, bf16 in groups], "group")
-    kv = xr.concat([_kv_point(s) for s in made["minilm_kv"].snapshots[1:]], "point")
-    ds = xr.merge([ratios, kv, _slowdowns(made["minilm_kv"])])
-    ds["group_bytes"] = ("group", [sum(a.nbytes for a in allocs) for _, allocs, _ in groups], {"units": "bytes"})
-    ds.attrs.update(scale=str(scale), seed=seed, seconds=time.perf_counter() - t0,
-                    gpt_losses=[float(x) for x in made["gpt_bf16"].workload.losses])
-    return ds
-
-
-def _group(label: str, allocs: list[Allocation], bf16: bool) -> xr.Dataset:
-    """One group's ratios: ideal and effective (per threshold) under each per-entry code, and the peers'."""
-    comps = [c for c in COMPRESSORS if bf16 or not c.startswith("ebo")]
-    snap = Snapshot(label, list(allocs))  # the runs' sectors reused; the EfficientNet checkpoint's computed
-    ds = analyze(snap, comps, thresholds=list(THRESHOLDS), progress=False).isel(snapshot=0)
-    out = xr.Dataset({"ideal_ratio": ds.ideal_ratio_total, "effective_ratio": ds.effective_ratio})
-    out = out.reindex(compressor=list(COMPRESSORS))
-    raw = sum(a.nbytes for a in allocs)
-    out["peer_ratio"] = ("peer", [raw / b if b else np.nan for b in (_peer_bytes(p, allocs, bf16) for p in PEERS)])
-    return out.drop_vars(["snapshot", "step", "workload"], errors="ignore").assign_coords(
-        peer=list(PEERS)).expand_dims(group=[label])
-
-
-def _peer_bytes(peer: str, allocs: list[Allocation], bf16: bool) -> float:
-    """Compressed bytes of ``allocs`` under a whole-tensor ``peer`` (each tensor compressed alone); NaN where the
-    peer does not apply (DFloat11 and the exponent bound on fp32 tensors) or is not installed (ZipNN)."""
-    total = 0.0
-    for a in allocs:
-        x = np.asarray(a.data)
-        if peer == "zstd-1":
-            total += reference_bytes(x, "zstd", 1)
-            continue
-        if not bf16 or x.dtype.itemsize != 2:
-            return math.nan
-        try:
-            total += peers.peer_bytes(x.view(np.uint16), peer, "bf16")
-        except ImportError:  # zipnn not installed (it needs a C compiler to build)
-            return math.nan
-    return total
-
-
-def _kv_point(snap: Snapshot) -> xr.Dataset:
-    """The KV cache of one (length, batch) grid point: ideal and effective (threshold 0.3) ratio per code."""
-    kv = [a for a in snap.allocations if a.kind == "kv_cache"]
-    b, _, t, _ = kv[0].shape
-    ds = analyze(Snapshot("kv", kv), list(COMPRESSORS), thresholds=[0.3], progress=False).isel(snapshot=0, threshold=0)
-    raw = sum(a.nbytes for a in kv)
-    return xr.Dataset({
-        "kv_ideal_ratio": ds.ideal_ratio_total, "kv_effective_ratio": ds.effective_ratio,
-        "kv_peer_ratio": ("peer", [raw / _peer_bytes(p, kv, True) for p in PEERS]),
-        "kv_length": ((), t), "kv_batch": ((), b), "kv_bytes": ((), raw),
-    }).drop_vars(["snapshot", "step", "workload", "threshold"], errors="ignore").assign_coords(
-        peer=list(PEERS)).expand_dims(point=[f"{t} tokens x {b}"])
-
-
-def _slowdowns(run: workloads.Run) -> xr.Dataset:
-    """The timing model on a decode step of the served model (last snapshot: its weights and largest cache),
-    per code, threshold, GPU (with its link), kernel scale and ``bandwidth_credit`` (whether a compressed entry
-    also moves fewer HBM bytes; the headline's is False): slowdown against the same GPU holding everything
-    uncompressed. MiniLM's layers are small (3.5 MB of weights a kernel, ~1 us of HBM time), so a kernel's fixed
-    costs weigh more than in a large model's; at kernel scale ``k`` every decode kernel streams ``k`` copies of
-    what it streams at 1 (the same bytes repeated: a layer ``k`` times wider), which measures that effect
-    (a Llama-2-7B layer streams ~115 times MiniLM's bytes)."""
-    from buddylib.timing import Workset, sweep
-
-    snap = run.snapshots[-1]
-    out = []
-    for k in KERNEL_SCALES:
-        allocs, profile = _repeated(snap, run.profile, k)
-        for comp in COMPRESSORS:
-            ws = Workset(run.workload.name, [Snapshot(snap.workload, allocs, step=snap.step)], profile, {}, comp)
-            for g, lk in CAPACITY_GPUS:
-                s = sweep(ws, gpus=[g], links=[lk], thresholds=list(THRESHOLDS),
-                          bandwidth_credit=[False, True]).slowdown  # the model's defaults: the headline's
-                s = s.squeeze([d for d in s.dims if s.sizes[d] == 1 and d != "bandwidth_credit"], drop=True)
-                out.append(s.rename("decode_slowdown").expand_dims(kernel_scale=[k], compressor=[comp], gpu=[g]))
-    ds = xr.combine_by_coords(out)
-    ds["decode_slowdown"].attrs["units"] = "1"
-    return ds
-
-
-def _repeated(snap: Snapshot, profile: workloads.AccessProfile,
-              k: int) -> tuple[list[Allocation], workloads.AccessProfile]:
-    """``snap``'s allocations ``k`` times (``name#i``; the same bytes and sectors) and ``profile`` with each kernel
-    touching every copy of what it touched, with ``k`` times its FLOPs."""
-    if k == 1:
-        return snap.allocations, profile
-    allocs = []
-    for i in range(k):
-        for a in snap.allocations:
-            c = Allocation(f"{a.name}#{i}", kind=a.kind, dtype=a.dtype, shape=a.shape, nbytes=a.nbytes, data=a.data)
-            c.sectors = a.sectors
-            allocs.append(c)
-    kernels = [workloads.Kernel(kn.name, [replace(x, allocation=f"{x.allocation}#{i}") for i in range(k)
-                                          for x in kn.accesses], kn.flops * k) for kn in profile.kernels]
-    return allocs, workloads.AccessProfile(profile.workload, kernels)
 
 
 def ratio_table(ds: xr.Dataset, threshold: float = 0.3) -> pd.DataFrame:

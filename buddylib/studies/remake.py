@@ -154,11 +154,11 @@ def _llm_provenance() -> list[dict[str, Any]]:
     """The rows of notebook 10's committed studies (:mod:`buddylib.studies.llm`, one netCDF file per scale)."""
     import json
 
-    from buddylib.studies import experiments, llm
+    from buddylib.studies import cache, llm
 
     rows = []
     for f in sorted(llm.COMMITTED.glob("llm-*-s*.nc")):
-        a = experiments._load_cached(f).attrs
+        a = cache.load_cached(f).attrs
         rows.append({"summary": f"LLM-era memory study, {a['scale']} scale", "used by": USED_BY["llm"],
                      "code": a["code"], "code current": a["code"] == llm.key(), "made": a["date"][:10],
                      "machine": json.loads(a["machine"])["cpu"], "run s": float(a["seconds"])})

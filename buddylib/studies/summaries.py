@@ -303,17 +303,17 @@ def workload_ratios(names: Sequence[str] | None = None, scale: str | float = "la
     """:func:`buddylib.studies.experiments.workload_ratios` from the committed summaries (same variables and dims);
     ``seconds`` is the run's own wall time, and ``code`` (per workload) the code digest that made it,
     ``code_current`` whether this checkout's code of the workload is still that."""
-    from buddylib.studies import experiments
+    from buddylib.studies import analyses
 
     names = list(names) if names is not None else workloads.names("hpc")
-    thresholds = experiments.THRESHOLDS if thresholds is None else thresholds
+    thresholds = analyses.THRESHOLDS if thresholds is None else thresholds
     parts = []
     for n in names:
         f = path(n, scale, seed, folder)
         s = load(f)
         if (s["workload"], s["scale"], s["seed"]) != (n, scale_name(scale), seed):
             raise ValueError(f"{f}: the summary of {s['workload']} at {s['scale']} (seed {s['seed']}), not of {n}")
-        ds = experiments._per_workload(analyze(s, compressors, thresholds, policy), n, float(s["seconds"]))
+        ds = analyses.per_workload(analyze(s, compressors, thresholds, policy), n, float(s["seconds"]))
         parts.append(ds.assign(code=("workload", [s["code"]]),
                                code_current=("workload", [s["code"] == workloads.get(n).code()]),
                                date=("workload", [s.get("date", "")]), source=("workload", ["summary"])))

@@ -1,0 +1,195 @@
+"""The analyses of the built-in workloads' runs that results are cached and committed from: capacity per snapshot
+(:func:`workload_ratios`), the timing model's sweep (:func:`slowdowns`), memory against mini-batch
+(:func:`memory_vs_batch`).
+
+This module is part of every such result's code digest (:data:`~buddylib.provenance.ANALYSIS_SOURCES`), so it holds
+what computes them and nothing else: what draws or formats them for the notebooks is in
+:mod:`buddylib.studies.experiments`, the caching in :mod:`buddylib.studies.cache`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+from tqdm import tqdm
+
+from buddylib import snapshot, workloads
+from buddylib.analysis import analyze
+from buddylib.compressors import DEFAULT_COMPRESSORS
+from buddylib.layout import DEFAULT_THRESHOLD
+from buddylib.provenance import ANALYSIS_ONLY, ANALYSIS_SOURCES, code_version, frozen
+from buddylib.studies import cache as cache_
+
+THRESHOLDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
+#: The CNNs of the larger-batch study (notebook 07) and the mini-batch sizes measured at each scale.
+BATCH_NETWORKS = ("alexnet", "vgg16", "resnet50", "squeezenet", "inception", "resnet50_bf16")
+BATCHES = {"quick": (4, 8, 16, 32), "default": (8, 16, 32, 64, 128)}
+def analysis_code(name: str) -> str:
+    """Digest of the code an analysis of ``name``'s run depends on: the workload's own
+    (:meth:`~buddylib.workloads.base.Workload.code`) and the analysis, layout and timing model's
+    (:data:`~buddylib.provenance.ANALYSIS_ONLY`); editing another workload changes neither."""
+    return f"{code_version(*ANALYSIS_ONLY)}+{workloads.get(name).code()}"
+
+
+def workload_ratios(names: Sequence[str], scale: str | float = "quick", seed: int = 0,
+                    data: str | Path = "data", thresholds: Sequence[float] = THRESHOLDS,
+                    compressors: Sequence[str] = DEFAULT_COMPRESSORS, policy: str = "profile",
+                    regenerate: bool = False, progress: bool = True) -> xr.Dataset:
+    """Capacity results of every snapshot of every workload: dims (workload, snapshot, ...).
+
+    Per-allocation variables are reduced to per-kind sums (``kind`` dimension) so workloads
+    with different allocations stack. ``seconds`` is the time it took to run (or load) and analyse.
+    Each workload's result is cached beside its run (``.ratios-KEY.nc``, ``KEY`` naming the thresholds,
+    compressors and policy) and reused while the run and the analysis code are unchanged, so notebooks and
+    checks that analyse the same runs analyse them once.
+    """
+    parts = []
+    key = hashlib.sha256(repr(([float(t) for t in thresholds], list(compressors), policy)).encode()).hexdigest()[:10]
+    for name in tqdm(list(names), desc="workloads", unit="workload", disable=not progress):
+        t0 = time.perf_counter()
+        run_path = workloads.cached_run(name, scale, seed, data, regenerate)
+        cache = run_path.with_suffix(f".ratios-{key}.nc")
+        part = cache_.reused(cache, run_path, analysis_code(name))
+        if part is None:
+            ds = analyze(snapshot.load(run_path), compressors, thresholds=thresholds, policy=policy, progress=False)
+            part = per_workload(ds, name, time.perf_counter() - t0)
+            # netCDF reads strings back as fixed-width and integer attributes as numpy's: say which were objects
+            objects = ",".join(str(v) for v in part.variables if part[v].dtype == object)
+            cache_.save_cache(part.assign_attrs(code=analysis_code(name), object_variables=objects), cache)
+        parts.append(part)
+    return xr.concat(parts, "workload", join="outer", coords="different", compat="equals",
+                     combine_attrs="drop_conflicts")
+
+
+def per_workload(ds: xr.Dataset, name: str, seconds: float) -> xr.Dataset:
+    by_kind = ds[["allocation_bytes", "device_bytes", "metadata_bytes"]].groupby("kind").sum()
+    stored = (ds.sector_count * ds.sectors).sum("sectors") * 32
+    sector_total = ds.sector_count.sum("allocation")
+    kinds = xr.Dataset({
+        "kind_bytes": by_kind.allocation_bytes,
+        "kind_ideal_ratio": (ds.allocation_bytes.groupby("kind").sum()
+                             / stored.groupby("kind").sum().where(lambda x: x > 0)),
+        "kind_effective_ratio": by_kind.allocation_bytes / (by_kind.device_bytes + by_kind.metadata_bytes),
+    })
+    keep = [v for v in ds.data_vars if "allocation" not in ds[v].dims]
+    out = xr.merge([ds[keep], kinds], combine_attrs="override")
+    out = out.assign(footprint=ds.allocation_bytes.sum("allocation"),
+                     n_allocations=(ds.allocation_bytes > 0).sum("allocation"),
+                     seconds=((), seconds), sector_count_total=sector_total).drop_vars(["workload"], errors="ignore")
+    out["footprint"].attrs["units"] = "bytes"
+    out["seconds"].attrs["units"] = "s"
+    return out.expand_dims(workload=[name])
+
+
+def slowdowns(names: Sequence[str], scale: str | float = "quick", seed: int = 0, data: str | Path = "data",
+              threshold: float = DEFAULT_THRESHOLD, progress: bool = True) -> xr.Dataset:
+    """Timing-model sweep for each saved workload run, plus the Unified-Memory comparison.
+
+    Each workload's result is cached beside its run (``.slowdown-t0.3.nc``) and reused while the
+    run is unchanged, so the notebooks and ``make reproduce`` compute it once.
+    """
+    from buddylib.paper import HEADLINE
+    from buddylib.timing import LINKS, Params, Workset, gpu, link, sweep, um_slowdown
+
+    out = []
+    for name in tqdm(list(names), desc="timing model", unit="workload", disable=not progress):
+        run_path = workloads.cached_run(name, scale, seed, data)
+        cache = run_path.with_suffix(f".slowdown-t{threshold:g}.nc")
+        cached = cache_.reused(cache, run_path, analysis_code(name), keep_code=True)
+        if cached is not None:
+            out.append(cached)
+            continue
+        ws = Workset.load(run_path)
+        ds = sweep(ws, gpus=["V100-32GB", "A100-80GB", "H100-80GB", "H200-141GB"], links=list(LINKS),
+                   thresholds=[0.1, 0.2, 0.3, 0.4, 0.5], latency_scales=[0.5, 1, 2, 4, 8],
+                   metadata_cache_bytes=[4 << 10, 16 << 10, 64 << 10, 256 << 10],
+                   outstanding=[1280, 2560, 5120, 10240, 20480], bandwidth_credit=[False, True])
+        eff = analyze(ws.snapshots, [ws.compressor], thresholds=[threshold], progress=False)
+        ratio = float(eff.effective_ratio.isel(snapshot=-1).item())
+        # UM oversubscribed by Buddy's gain; where Buddy gains nothing, nothing is oversubscribed
+        um = [um_slowdown(ws, ratio, gpu(HEADLINE["gpu"]), link(HEADLINE["link"]), Params(um_page_bytes=p)) if ratio > 1
+              else (1.0, 0) for p in (4 << 10, 64 << 10, 2 << 20)]
+        ds["um_slowdown"] = ("um_page_bytes", [u[0] for u in um], {"units": "1"})
+        ds["um_faults"] = ("um_page_bytes", [u[1] for u in um], {"units": "faults per iteration"})
+        ds = ds.assign_coords(um_page_bytes=[4 << 10, 64 << 10, 2 << 20])
+        ds["effective_ratio"] = ((), ratio, {"units": "1"})
+        ds = ds.expand_dims(workload=[name])
+        ds.attrs["code"] = analysis_code(name)
+        cache_.save_cache(ds, cache)
+        out.append(ds)
+    return xr.concat(out, "workload", coords="different", compat="equals", join="outer",
+                     combine_attrs="drop_conflicts")
+
+
+def memory_vs_batch(names: Sequence[str], batches: Sequence[int], scale: str | float = "quick", seed: int = 0,
+                    data: str | Path = "data", steps: int = 3, compressor: str = "bpc32",
+                    threshold: float = DEFAULT_THRESHOLD, regenerate: bool = False, progress: bool = True
+                    ) -> xr.Dataset:
+    """GPU memory and measured training throughput of DL workloads at several mini-batch sizes.
+
+    For each network and batch size: a fresh model trained one warm-up step (so gradients and
+    optimizer state exist), then ``steps`` timed steps; the live allocations after them give the
+    bytes per kind and, compressed with ``compressor`` under the profile policy at ``threshold``,
+    the device bytes Buddy Compression reserves (targets chosen from that snapshot itself).
+    Throughput is measured on this machine (torch, one thread), so it is a CPU's curve, not a
+    GPU's. Dims (workload, batch, kind); cached beside the runs as ``<name>-<scale>-s<seed>.batch.nc``
+    and reused only when every parameter and the code are the same (in a frozen folder: every parameter).
+    """
+    out = []
+    key = {"batches": [int(b) for b in batches], "steps": int(steps), "compressor": compressor,
+           "threshold": float(threshold)}
+    for name in tqdm(list(names), desc="memory vs batch", unit="workload", disable=not progress):
+        if not hasattr(workloads.get(name), "batch_size"):
+            raise ValueError(f"workload {name!r} has no mini-batch (not a DL training workload)")
+        cache = Path(data) / f"{name}-{scale}-s{seed}.batch.nc"
+        if cache.exists() and not regenerate:
+            cached = cache_.load_cached(cache)
+            held = {"batches": [int(b) for b in cached.batch.values], "steps": int(cached.attrs.get("steps", -1)),
+                    "compressor": cached.attrs.get("compressor"), "threshold": float(cached.attrs.get("threshold", -1))}
+            if held == key and (frozen(data) or cached.attrs.get("code") == code_version(*ANALYSIS_SOURCES)):
+                out.append(cached)
+                continue
+        if frozen(data):  # committed fixtures are read as they are, never remade in place
+            raise ValueError(f"{cache}: the committed fixtures in {data} hold no memory-vs-batch measurement "
+                             f"of {name} with {key}; pass another data folder to measure it")
+        rows = []
+        for b in batches:
+            w = workloads.get(name)  # a fresh model for every batch size
+            w.batch_size = int(b)
+            w.setup(workloads.footprint_bytes(scale), np.random.default_rng(seed))
+            w.step()  # warm-up: first-touch allocations, gradients and optimizer state
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                w.step()
+            seconds = (time.perf_counter() - t0) / steps
+            live = w.allocations()
+            snap = snapshot.snapshot_from_arrays({n: a for n, (a, _) in live.items()}, name,
+                                                 kinds={n: k for n, (_, k) in live.items()})
+            ds = analyze(snap, [compressor], thresholds=[threshold], progress=False)
+            ds = ds.isel(snapshot=0, threshold=0).sel(compressor=compressor)
+            by_kind = ds[["allocation_bytes", "device_bytes", "metadata_bytes"]].groupby("kind").sum()
+            rows.append(xr.Dataset({
+                "kind_bytes": by_kind.allocation_bytes,
+                "kind_device_bytes": by_kind.device_bytes + by_kind.metadata_bytes,
+                "step_seconds": ((), seconds),
+                "samples_per_s": ((), b / seconds),
+            }).drop_vars(["compressor", "threshold", "snapshot", "step", "time", "workload"], errors="ignore"))
+        ds = xr.concat(rows, "batch", join="outer", fill_value=0).assign_coords(batch=list(batches))
+        ds = ds.assign(footprint=ds.kind_bytes.sum("kind"), device_footprint=ds.kind_device_bytes.sum("kind"))
+        units = {"kind_bytes": "bytes", "kind_device_bytes": "bytes", "footprint": "bytes",
+                 "device_footprint": "bytes", "step_seconds": "s", "samples_per_s": "samples/s"}
+        for v, u in units.items():
+            ds[v].attrs["units"] = u
+        ds["device_footprint"].attrs["description"] = (f"device + metadata bytes under Buddy ({compressor}, "
+                                                       f"threshold {threshold})")
+        ds.attrs.update(compressor=compressor, threshold=threshold, scale=str(scale), seed=seed, steps=steps,
+                        code=code_version(*ANALYSIS_SOURCES))
+        ds = ds.expand_dims(workload=[name])
+        cache_.save_cache(ds, cache)
+        out.append(ds)
+    return xr.concat(out, "workload", join="outer", fill_value=0, combine_attrs="drop_conflicts")
