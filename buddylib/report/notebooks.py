@@ -4,8 +4,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+
+#: The mime type of a widget's output: the id of a widget model, new (random) in every run
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+#: What nbclient (papermill's and ``jupyter nbconvert --execute``'s executor) is told, so that an executed notebook
+#: keeps no widget state (its models by random id, ``metadata.widgets``) and no timestamps of its cells
+EXECUTE_OPTIONS = {"store_widget_state": False, "record_timing": False}
 
 
 def notebook_paths(only: list[str] | None = None) -> list[Path]:
@@ -30,9 +37,34 @@ def execute_notebook(nb: Path, out: str, data: str, scale: str = "default", name
             params[key] = value
     executed = out_path / "notebooks" / nb.name
     papermill.execute_notebook(str(nb), str(executed), parameters=params, cwd=str(NOTEBOOKS),
-                               progress_bar=False, kernel_name="python3")
+                               progress_bar=False, kernel_name="python3", **EXECUTE_OPTIONS)
+    _strip_file(executed)
     html, _ = nbconvert.HTMLExporter().from_filename(str(executed))
     executed.with_suffix(".html").write_text(html)
+
+
+def strip_widgets(nb: Any, resources: dict | None = None) -> tuple[Any, dict | None]:
+    """Drop what a widget leaves in an executed notebook that changes from run to run: the widget state
+    (``metadata.widgets``, its models keyed by random ids) and the ``WIDGET_VIEW`` of every output (a model's id;
+    the output keeps its ``text/plain``, what nbval compares). Returns ``(nb, resources)``: it is also the
+    nbconvert preprocessor ``make fixtures`` runs after executing (``--NotebookExporter.preprocessors``), so the
+    committed notebooks re-execute byte for byte."""
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        for output in cell.outputs:
+            output.get("data", {}).pop(WIDGET_VIEW, None)
+        cell.outputs = [o for o in cell.outputs if "data" not in o or o["data"]]
+    return nb, resources
+
+
+def _strip_file(path: Path) -> None:
+    """``strip_widgets`` on the notebook file at ``path``, rewritten in place."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    nbformat.write(strip_widgets(nb)[0], path)
 
 
 def _parameters(nb: Path) -> set[str]:
