@@ -91,36 +91,39 @@ def test_every_notebook_has_a_first_run_cost() -> None:
 
 def test_a_notebook_helper_stales_no_result_and_an_analysis_stales_its_own(tmp_path: Path, monkeypatch) -> None:
     """A cached or committed result's digest covers the code that computes it and nothing else: a function added to
-    the notebooks' faces (``studies/experiments.py``, ``studies/llm.py``) changes no digest; one added to the
-    analyses (``studies/analyses.py``) changes every analysis's, one added to notebook 10's measurement
-    (``studies/llm_measure.py``) that study's alone."""
+    what reads, tables or draws results (``studies/experiments.py``, ``llm.py``, ``fidelity.py``, ``cache.py``)
+    changes no digest; one added to the analyses (``studies/analyses.py``) changes every analysis's (the DL
+    studies' and the LLM study's too), one added to notebook 10's measurement (``studies/llm_measure.py``) that
+    study's alone, one added to the training studies' (``studies/training.py``) theirs alone."""
     import shutil
 
     from buddylib import provenance
-    from buddylib.studies import llm_measure
+    from buddylib.studies import fidelity, llm_measure
 
     copy = tmp_path / "buddylib"
     shutil.copytree(provenance.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
 
-    def digests() -> tuple[str, str]:
+    def digests() -> tuple[str, str, str]:
         provenance.code_version.cache_clear()
-        return provenance.code_version(*provenance.ANALYSIS_SOURCES), provenance.code_version(*llm_measure.SOURCES)
+        return (provenance.code_version(*provenance.ANALYSIS_SOURCES), provenance.code_version(*llm_measure.SOURCES),
+                provenance.code_version(*fidelity.STUDY_SOURCES["maturity"]))
 
-    def edit(rel: str) -> None:
+    def edit(rel: str) -> tuple[str, str, str]:
         with open(copy / rel, "a") as f:
             f.write("\n\ndef _added_by_a_test() -> int:\n    return 1\n")
+        return digests()
 
     monkeypatch.setattr(provenance, "PACKAGE", copy)
     try:
-        analysis, study = before = digests()
-        for helper in ("studies/experiments.py", "studies/llm.py", "studies/cache.py"):
-            edit(helper)
-            assert digests() == before, helper
-        edit("studies/analyses.py")
-        analysis2, study2 = digests()
+        analysis, study, training = before = digests()
+        for helper in ("studies/experiments.py", "studies/llm.py", "studies/fidelity.py", "studies/cache.py"):
+            assert edit(helper) == before, helper
+        analysis2, study2, _ = edit("studies/analyses.py")
         assert analysis2 != analysis and study2 != study  # the LLM study's analysis is the analyses' too
-        edit("studies/llm_measure.py")
-        assert digests()[0] == analysis2 and digests()[1] != study2
+        measured = edit("studies/llm_measure.py")
+        assert measured[::2] == (analysis2, training) and measured[1] != study2
+        trained = edit("studies/training.py")
+        assert trained[:2] == measured[:2] and trained[2] != training
     finally:
         monkeypatch.undo()
         provenance.code_version.cache_clear()

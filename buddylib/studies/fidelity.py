@@ -10,7 +10,6 @@ paper's; the factors are measured one at a time from the same baseline, not comp
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -20,15 +19,12 @@ import xarray as xr
 from tqdm import tqdm
 
 from buddylib import paper, workloads
-from buddylib.analysis import analyze
 from buddylib.provenance import code_version, frozen
 from buddylib.studies import cache, experiments
-from buddylib.workloads.base import PAPER_COMPRESSORS
+from buddylib.studies.training import COMPRESSORS, adam_run, caffe_run, maturity_run
 
 #: The networks compared at the paper's scale: the paper's DL set (each has a "paper" scale here).
 PAPER_NETWORKS = ("alexnet", "vgg16", "resnet50", "squeezenet", "inception", "biglstm")
-#: Compressors of the fidelity study: the paper's BPC, ZVC (scattered zeros), and the per-entry best of both.
-COMPRESSORS = PAPER_COMPRESSORS
 #: The CNNs of the training-maturity and framework-accounting studies.
 STUDY_CNNS = ("alexnet", "vgg16", "resnet50")
 #: The networks of the optimizer study: the study CNNs (SGD with momentum) and BigLSTM (Adagrad).
@@ -99,8 +95,10 @@ def _summary(kind: str, name: str, scale: str | float, seed: int, key: dict,
     return ds
 
 
-#: Study code beyond the workload's and the analysis's: the Caffe-style accounting's own module.
-STUDY_SOURCES = {"maturity": (), "adam": (), "caffe": ("workloads/dl/caffe.py",)}
+#: Study code beyond the workload's and the analysis's: what measures the study (:mod:`buddylib.studies.training`),
+#: and the Caffe-style accounting's own module.
+STUDY_SOURCES = {"maturity": ("studies/training.py",), "adam": ("studies/training.py",),
+                 "caffe": ("studies/training.py", "workloads/dl/caffe.py")}
 
 
 def study_key(name: str, study: str) -> dict:
@@ -138,43 +136,6 @@ def _study(names: Sequence[str], data: Path, suffix: str, key: Callable[[str], d
         cache.save_cache(res, path)
         out.append(res.assign(code=("workload", [res.attrs["code"]])))
     return xr.concat(out, "workload", join="outer", combine_attrs="drop_conflicts")
-
-
-def maturity_run(name: str, scale: str | float, seed: int, key: dict) -> xr.Dataset:
-    """One network's maturity result, made here (``key``: :func:`maturity_key`), uncached."""
-    steps, snapshots = key["steps"], key["snapshots"]
-    w = workloads.get(name)
-    if not hasattr(w, "train_steps"):
-        raise ValueError(f"workload {name!r} does not train (not a DL training workload)")
-    w.train_steps = steps
-    t0 = time.perf_counter()
-    run = w.run(scale, seed=seed, n_snapshots=snapshots, compressors=COMPRESSORS, keep_bytes=True)
-    at = {"thresholds": [paper.HEADLINE["threshold"]], "progress": False}
-    ds = analyze(run.snapshots, COMPRESSORS, policy="oracle", **at)
-    over_run = analyze(run.snapshots, ["bpc32"], **at).effective_ratio.isel(snapshot=-1).item()
-    acts = ds.kind == "activations"
-    stored = (ds.sector_count * ds.sectors).sum("sectors") * 32
-    zeros = []
-    for snap in run.snapshots:
-        arrays = [np.asarray(a.data) for a in snap.allocations if a.kind == "activations"]
-        n = sum(x.size for x in arrays)
-        zeros.append(sum(int(np.count_nonzero(x == 0)) for x in arrays) / n if n else np.nan)
-    act_bytes = ds.allocation_bytes.where(acts).sum("allocation")
-    res = xr.Dataset({
-        "activation_bytes": act_bytes,
-        "activation_zero_fraction": ("snapshot", np.array(zeros)),
-        "activation_ideal_ratio": act_bytes / stored.where(acts).sum("allocation").where(lambda x: x > 0),
-        "ideal_ratio": ds.ideal_ratio_total.sel(compressor="bpc32", drop=True),
-        "effective_ratio": ds.effective_ratio.sel(compressor="bpc32", drop=True).isel(threshold=0, drop=True),
-    }).drop_vars(["workload"], errors="ignore")
-    units = {"activation_bytes": "bytes", "activation_zero_fraction": "1", "activation_ideal_ratio": "1",
-             "ideal_ratio": "1", "effective_ratio": "1"}
-    for v, u in units.items():
-        res[v].attrs["units"] = u
-    res["final_effective_ratio"] = ((), float(over_run), {
-        "units": "1", "description": "effective ratio of the last snapshot, targets chosen over the run (profile)"})
-    res.attrs.update(key, seconds=time.perf_counter() - t0, scale=str(scale))
-    return res.expand_dims(workload=[name])
 
 
 def paper_scale(names: Sequence[str] = PAPER_NETWORKS, seed: int = 0, data: str | Path = "data",
@@ -242,25 +203,6 @@ def optimizer(names: Sequence[str] = OPTIMIZER_NETWORKS, scale: str | float = "d
                              lambda name: adam_run(name, scale, seed), "optimizer study", progress, summary_folder)
 
 
-def adam_run(name: str, scale: str | float, seed: int) -> xr.Dataset:
-    w = workloads.get(name)
-    if not hasattr(w, "adam"):
-        raise ValueError(f"workload {name!r} does not train (not a DL training workload)")
-    w.adam = True
-    t0 = time.perf_counter()
-    run = w.run(scale, seed=seed, compressors=COMPRESSORS)
-    ds = analyze(run.snapshots, COMPRESSORS, thresholds=[paper.HEADLINE["threshold"]], progress=False)
-    last = ds.isel(snapshot=-1, threshold=0)
-    state = last.allocation_bytes.where(last.kind == "optimizer").sum("allocation")
-    res = xr.Dataset({
-        "effective_ratio": last.effective_ratio.assign_attrs(units="1"),
-        "optimizer_share": (state / last.allocation_bytes.sum("allocation")).assign_attrs(
-            units="1", description="the optimizer state's share of the final snapshot's bytes"),
-    }).drop_vars(["workload", "snapshot", "step", "time", "threshold"], errors="ignore")
-    res.attrs.update(optimizer=str(run.profile.kernels[-1].name), scale=str(scale), seconds=time.perf_counter() - t0)
-    return res.expand_dims(workload=[name])
-
-
 def framework_accounting(names: Sequence[str], scale: str | float = "default", seed: int = 0,
                          data: str | Path = "data", progress: bool = True,
                          summary_folder: str | Path | bool | None = None) -> xr.Dataset:
@@ -272,24 +214,6 @@ def framework_accounting(names: Sequence[str], scale: str | float = "default", s
     return _committed_or_run("caffe", names, scale, seed, Path(data), lambda n: study_key(n, "caffe"), ".caffe.nc",
                              lambda name: caffe_run(name, scale, seed), "framework accounting", progress,
                              summary_folder)
-
-
-def caffe_run(name: str, scale: str | float, seed: int) -> xr.Dataset:
-    from buddylib.workloads.dl import caffe
-
-    run = caffe.caffe_run(name, scale, seed, compressors=["bpc32"])
-    at = {"thresholds": [paper.HEADLINE["threshold"]], "progress": False}
-    parts = []
-    for label, snaps, points in (("caffe", run.snapshots, list(run.points)),
-                                 ("pytorch", run.pytorch, ["before_forward", "after_update"])):
-        ds = analyze(snaps, ["bpc32"], **at).sel(compressor="bpc32", drop=True).isel(threshold=0, drop=True)
-        parts.append(xr.Dataset({
-            "footprint": ds.allocation_bytes.sum("allocation"), "ideal_ratio": ds.ideal_ratio_total,
-            "effective_ratio": ds.effective_ratio}).assign_coords(snapshot=points).rename(snapshot="point")
-            .drop_vars(["step", "workload"], errors="ignore").expand_dims(accounting=[label]))
-    res = xr.concat(parts, "accounting", join="outer").reindex(point=list(caffe.POINTS))
-    res.attrs.update(step=run.step, scale=str(scale))
-    return res.expand_dims(workload=[name])
 
 
 def hpc_scales(names: Sequence[str] | None = None, scales: Sequence[str | float] = ("quick", 32, "default"),
