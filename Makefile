@@ -65,24 +65,27 @@ bench: $(STAMP)
 fixtures: $(STAMP)
 	$(VENV)/bin/buddy fixtures
 	$(VENV)/bin/buddy capture examples/own_model.py --out data/fixtures/recorded/own_model.nc
+	$(VENV)/bin/buddy granularity --write --scale quick
 	$(EXECUTE_NOTEBOOKS) notebooks/[0-9]*.ipynb
 
 ## reproduce-paper: remake every committed summary of the slow studies that make reproduce reads instead of
 ## running them, one after another, each in its own process: the HPC proxies at 1 GiB (and each one committed at
 ## 4 GiB; per snapshot, allocation and compressor the sector histogram; about an hour per scale on two cores),
 ## the paper's six networks at paper scale (about 20 min; BigLSTM peaks at 9 GB), the 480-step maturity
-## study of three CNNs (about 10 min), and notebook 10's study at default scale (about 2 min). Commit
-## data/summaries after.
+## study of three CNNs (about 10 min), notebook 10's study at default scale (about 2 min) and notebook 11's
+## (the default-scale runs in data/ and the summaries just made, per region; minutes). Commit data/summaries after.
 reproduce-paper: $(STAMP)
 	$(VENV)/bin/buddy summaries
 	$(VENV)/bin/buddy llm --write --scale default
+	$(VENV)/bin/buddy granularity --write --scale default
 
 ## check-paper: remake them in a temporary folder and compare with the committed ones: HPC bit for bit, the DL
 ## ones (torch's bytes depend on the CPU) by their ratios within summaries.DL_TOLERANCE, notebook 10's within
-## llm.TOLERANCE (its checkpoints' numbers bit for bit)
+## llm.TOLERANCE (its checkpoints' numbers bit for bit), notebook 11's within granularity.TOLERANCE
 check-paper: $(STAMP)
 	$(VENV)/bin/buddy summaries --check
 	$(VENV)/bin/buddy llm --check --scale default
+	$(VENV)/bin/buddy granularity --check --scale default
 
 ## lab: explore the notebooks in JupyterLab
 lab: $(STAMP)

@@ -22,7 +22,7 @@ import pandas as pd
 import xarray as xr
 from tqdm import tqdm
 
-from buddylib import layout
+from buddylib import layout, regions
 from buddylib.compressors import DEFAULT_COMPRESSORS
 from buddylib.compressors import get as get_compressor
 from buddylib.compressors import names as compressor_names
@@ -234,15 +234,18 @@ def analyze(data: Any, compressors: Sequence[str] = DEFAULT_COMPRESSORS,
             thresholds: Sequence[float] | float = layout.DEFAULT_THRESHOLD,
             targets: Sequence[float] = layout.TARGETS, policy: str = "profile", zero_flag: bool = True,
             access: Mapping[str, np.ndarray] | None = None, client: Any = None,
-            chunk_bytes: int = CHUNK_BYTES, progress: bool | None = None, worker_threads: int = 1
-            ) -> xr.Dataset:
+            chunk_bytes: int = CHUNK_BYTES, progress: bool | None = None, worker_threads: int = 1,
+            region: int | str | None = None, rule: str = "budget") -> xr.Dataset:
     """Buddy Compression capacity results for ``data`` (SPEC §3) as an ``xarray.Dataset``.
 
     ``data``: a Snapshot or list of them (a run), ``{name: array}``, or one array.
     ``policy``: ``profile`` (per allocation, the most aggressive target whose overflow
     fraction stays <= threshold in every snapshot), ``global`` (one target for all
     allocations, chosen the same way on their total) or ``oracle`` (per allocation and
-    snapshot, knowing that snapshot: an upper bound).
+    snapshot, knowing that snapshot: an upper bound). ``region``: one target per allocation (``None`` or
+    ``"allocation"``, the paper's) or per aligned region of that size (``"64KiB"``, a power of two from
+    4 KiB), the regions sharing the threshold's budget by ``rule`` (:mod:`buddylib.regions`); then
+    ``chosen_target`` is the allocation's bytes over its device bytes, its regions' targets together.
 
     >>> import numpy as np
     >>> ds = analyze({"x": np.zeros(1024, np.float32), "y": np.arange(1024, dtype=np.int32)},
@@ -255,22 +258,85 @@ def analyze(data: Any, compressors: Sequence[str] = DEFAULT_COMPRESSORS,
     targets = layout.check_targets(targets)
     if policy not in layout.POLICIES:
         raise ValueError(f"unknown policy {policy!r}; available: {', '.join(layout.POLICIES)}")
+    size = regions.region_bytes(region)
+    if rule not in regions.RULES:
+        raise ValueError(f"unknown rule {rule!r}; available: {', '.join(regions.RULES)}")
     snapshots = as_snapshots(data)
     if not any(s.allocations for s in snapshots):
         raise ValueError("nothing to analyse: the snapshots hold no allocations")
-    hist = sector_histograms(snapshots, compressors, zero_flag, access, client, chunk_bytes, progress,
-                             worker_threads)
-    return summarize(hist, snapshots, thresholds, targets, policy, zero_flag)
+    if size is not None and client is not None:
+        raise ValueError(f"region {regions.label(size)}: targets per region are analysed here, serially, not on dask")
+    if size is None:
+        hist = sector_histograms(snapshots, compressors, zero_flag, access, client, chunk_bytes, progress,
+                                 worker_threads)
+        return summarize(hist, snapshots, thresholds, targets, policy, zero_flag)
+    per_region = region_histograms(snapshots, compressors, size, zero_flag, access, progress)
+    hist = _total_of_regions(per_region, snapshots, compressors)
+    return summarize(hist, snapshots, thresholds, targets, policy, zero_flag, (size, rule, per_region))
+
+
+def region_histograms(snapshots: Sequence[Snapshot], compressors: Sequence[str], region: int,
+                      zero_flag: bool = True, access: Mapping[str, np.ndarray] | None = None,
+                      progress: bool | None = None) -> dict[str, np.ndarray]:
+    """Entries per sector count in each aligned ``region``-byte region of every allocation:
+    ``{name: [snapshot, region, compressor, weighting, 5]}`` (zeros where a snapshot lacks the allocation or
+    its region), weighting as in :func:`sector_histograms`. Serial, chunk by chunk."""
+    compressors = check_compressors(compressors)
+    names = _allocation_names(snapshots)
+    per = region // ENTRY_BYTES
+    size = {n: max(-(-a.n_entries // per) for s in snapshots for a in s.allocations if a.name == n) for n in names}
+    out = {n: np.zeros((len(snapshots), size[n], len(compressors), 2, SECTORS_PER_ENTRY + 1)) for n in names}
+    access = dict(access or {})
+    total = sum(a.nbytes for s in snapshots for a in s.allocations)
+    show = progress if progress is not None else total >= 256 * MiB
+    step = max(CHUNK_BYTES, region) // region * region
+    with tqdm(total=total, unit="B", unit_scale=True, desc="compress", disable=not show) as bar:
+        for si, snap in enumerate(snapshots):
+            for alloc in snap.allocations:
+                w = _check_weights(alloc, access.get(alloc.name))
+                flat = None
+                for lo, hi in _chunks(alloc.nbytes, step):
+                    first, last = lo // ENTRY_BYTES, -(-hi // ENTRY_BYTES)
+                    for ci, c in enumerate(compressors):
+                        if c in alloc.sectors:
+                            s = np.asarray(alloc.sectors[c][first:last])
+                        else:
+                            if alloc.data is None:
+                                raise ValueError(f"allocation {alloc.name!r} has no bytes and no {c} sectors")
+                            flat = _as_byte_array(alloc.data, alloc.name) if flat is None else flat
+                            s = get_compressor(c).sectors(as_entries(flat[lo:hi]), zero_flag=zero_flag)
+                        r0 = first // per
+                        counts = regions.histograms(s, region)
+                        weights = counts if w is None else regions.histograms(s, region, w[first:last])
+                        out[alloc.name][si, r0:r0 + counts.shape[0], ci, 0] += counts
+                        out[alloc.name][si, r0:r0 + counts.shape[0], ci, 1] += weights
+                    bar.update(hi - lo)
+    return out
+
+
+def _total_of_regions(per_region: Mapping[str, np.ndarray], snapshots: Sequence[Snapshot],
+                      compressors: Sequence[str]) -> xr.DataArray:
+    """The allocations' histograms, :func:`sector_histograms`' array, as the sums of their regions'."""
+    names = list(per_region)
+    hist = np.stack([per_region[n].sum(1) for n in names], axis=1)
+    return xr.DataArray(
+        hist, dims=("snapshot", "allocation", "compressor", "weighting", "sectors"),
+        coords={"snapshot": np.arange(len(snapshots)), "allocation": names, "compressor": list(compressors),
+                "weighting": ["entries", "accesses"], "sectors": layout.SECTOR_VALUES},
+        name="sector_count", attrs={"units": "entries", "description": "entries per sector count"})
 
 
 def analyze_histograms(counts: xr.DataArray, snapshots: Sequence[Snapshot],
                        thresholds: Sequence[float] | float = layout.DEFAULT_THRESHOLD,
                        targets: Sequence[float] = layout.TARGETS, policy: str = "profile",
-                       zero_flag: bool = True) -> xr.Dataset:
+                       zero_flag: bool = True, region: int | str | None = None, rule: str = "budget",
+                       region_counts: Mapping[str, np.ndarray] | None = None) -> xr.Dataset:
     """:func:`analyze` of a run kept only as sector histograms (e.g. a committed summary of a run too large
     to keep per entry): ``counts`` are entries per sector count, dims ``(snapshot, allocation, compressor,
     sectors)``; ``snapshots`` say each allocation's kind, dtype and bytes (their ``data`` and ``sectors``
-    are not read). Without an access profile, accesses weigh like entries, as in :func:`analyze`.
+    are not read). Without an access profile, accesses weigh like entries, as in :func:`analyze`. With
+    ``region``, ``region_counts`` holds each allocation's histograms per region of that size,
+    ``{name: [snapshot, region, compressor, sectors]}``.
 
     >>> import numpy as np
     >>> run = {"x": np.zeros(1024, np.float32), "y": np.arange(1024, dtype=np.int32)}
@@ -289,12 +355,26 @@ def analyze_histograms(counts: xr.DataArray, snapshots: Sequence[Snapshot],
     hist = xr.concat([counts, counts], "weighting").transpose(*counts.dims[:-1], "weighting", "sectors")
     hist = hist.assign_coords(weighting=["entries", "accesses"], sectors=layout.SECTOR_VALUES,
                               snapshot=np.arange(counts.sizes["snapshot"])).astype(float)
-    return summarize(hist, list(snapshots), thresholds, targets, policy, zero_flag)
+    size = regions.region_bytes(region)
+    if size is None:
+        return summarize(hist, list(snapshots), thresholds, targets, policy, zero_flag)
+    if rule not in regions.RULES:
+        raise ValueError(f"unknown rule {rule!r}; available: {', '.join(regions.RULES)}")
+    names = [str(n) for n in counts.allocation.values]
+    if region_counts is None or set(names) - set(region_counts):
+        raise ValueError(f"targets per {regions.label(size)} region need every allocation's region histograms")
+    per_region = {n: np.stack([region_counts[n]] * 2, axis=3) for n in names}
+    for n in names:
+        if not np.array_equal(per_region[n][:, :, :, 0].sum(1), counts.sel(allocation=n).values):
+            raise ValueError(f"allocation {n!r}: its region histograms do not add up to its histogram")
+    return summarize(hist, list(snapshots), thresholds, targets, policy, zero_flag, (size, rule, per_region))
 
 
 def summarize(hist: xr.DataArray, snapshots: Sequence[Snapshot], thresholds: np.ndarray, targets: np.ndarray,
-              policy: str = "profile", zero_flag: bool = True) -> xr.Dataset:
-    """All capacity results derived from sector histograms (see :func:`analyze`)."""
+              policy: str = "profile", zero_flag: bool = True,
+              by_region: tuple[int, str, Mapping[str, np.ndarray]] | None = None) -> xr.Dataset:
+    """All capacity results derived from sector histograms (see :func:`analyze`); ``by_region``: the region
+    size, the rule and :func:`region_histograms`' result, for targets per region."""
     names = list(hist.allocation.values)
     meta = _allocation_table(snapshots, names)
     counts = hist.sel(weighting="entries", drop=True).astype(np.int64)
@@ -302,11 +382,16 @@ def summarize(hist: xr.DataArray, snapshots: Sequence[Snapshot], thresholds: np.
     nbytes = meta["nbytes"]
     stored = (counts * hist.sectors).sum("sectors") * SECTOR_BYTES
     place = _placement(hist, counts, n_entries, thresholds, targets, policy)
+    if by_region is not None:
+        place |= _region_placement(by_region, counts, n_entries, thresholds, targets, policy)
     chosen = place["chosen_target"]
     # the layout's bytes per allocation at its chosen target; none where the allocation is absent
     device = xr.apply_ufunc(layout.device_bytes, n_entries, chosen).fillna(0)
     buddy = xr.apply_ufunc(layout.buddy_bytes, n_entries, chosen).fillna(0)
-    metadata = xr.apply_ufunc(layout.metadata_bytes, n_entries.isel(compressor=0, drop=True))
+    size, rule = (by_region[0], by_region[1]) if by_region is not None else (None, "")
+    entries0 = n_entries.isel(compressor=0, drop=True)
+    metadata = (xr.apply_ufunc(layout.metadata_bytes, entries0)
+                + xr.apply_ufunc(regions.metadata_bytes, entries0, kwargs={"region": size, "targets": targets}))
     accesses = hist.sel(weighting="accesses", drop=True).sum("sectors")
     total_bytes = nbytes.sum("allocation")
     variables = {
@@ -317,14 +402,16 @@ def summarize(hist: xr.DataArray, snapshots: Sequence[Snapshot], thresholds: np.
                         "bytes / (32 B x sectors): capacity gain without placement constraints"),
         "overflow_fraction": (place["overflow_fraction"], "1",
                               "share of entries exceeding the device share at each target"),
-        "chosen_target": (chosen, "1", f"target compression ratio chosen by the {policy} policy"),
+        "chosen_target": (chosen, "1", f"target compression ratio chosen by the {policy} policy" + (
+            f" (targets per {regions.label(size)} region, {rule} rule: bytes / device bytes)" if size else "")),
         "overflow": (_ratio(place["overflow_entries"], n_entries), "1",
                      "share of entries that overflow to buddy memory at the chosen target"),
         "device_bytes": (device, "bytes", "device memory reserved: entries x 128 B / target"),
         "buddy_bytes": (buddy, "bytes", "buddy memory reserved: entries x (128 B - 128 B / target)"),
         "buddy_bytes_used": (place["buddy_bytes_used"], "bytes",
                              "bytes actually stored in buddy memory (overflowing sectors)"),
-        "metadata_bytes": (metadata, "bytes", "device memory for 4-bit per-entry metadata"),
+        "metadata_bytes": (metadata, "bytes", "device memory for 4-bit per-entry metadata (and, with targets "
+                           "per region, each region's target)"),
         "effective_ratio": (_ratio(total_bytes, device.sum("allocation") + metadata.sum("allocation")), "1",
                             "capacity expansion: bytes / (device bytes + metadata bytes)"),
         "ideal_ratio_total": (_ratio(total_bytes, stored.sum("allocation")), "1",
@@ -345,6 +432,8 @@ def summarize(hist: xr.DataArray, snapshots: Sequence[Snapshot], thresholds: np.
     ds.target.attrs.update(units="1", description="target compression ratio r (device share 128/r bytes)")
     ds.attrs.update(policy=policy, zero_flag=int(zero_flag), entry_bytes=ENTRY_BYTES, sector_bytes=SECTOR_BYTES,
                     metadata_bits_per_entry=layout.METADATA_BITS_PER_ENTRY,
+                    region=regions.label(size), region_bytes=size or 0, rule=rule,
+                    region_target_bits=regions.target_bits(targets) if size else 0,
                     source=f"{RESULT_SOURCE} (SPEC §3)")
     return ds
 
@@ -368,6 +457,29 @@ def _placement(hist: xr.DataArray, counts: xr.DataArray, n_entries: xr.DataArray
         "overflow_accesses": xr.DataArray(over[..., 1], dims=dims4, coords=chosen.coords),
         "buddy_bytes_used": xr.DataArray(layout.overflow_bytes(h[:, :, :, None], r), dims=dims4, coords=chosen.coords),
     }
+
+
+def _region_placement(by_region: tuple[int, str, Mapping[str, np.ndarray]], counts: xr.DataArray,
+                      n_entries: xr.DataArray, thresholds: np.ndarray, targets: np.ndarray,
+                      policy: str) -> dict[str, xr.DataArray]:
+    """:func:`_placement`'s per-allocation results with a target per region: the chosen target is the
+    allocation's entries x 128 B over its device bytes."""
+    _, rule, per_region = by_region
+    names = [str(n) for n in counts.allocation.values]
+    dims = (*counts.dims[:-1], "threshold")
+    shape = (*counts.shape[:-1], len(thresholds))
+    out = {k: np.zeros(shape) for k in ("device_bytes", "overflow_entries", "overflow_accesses", "buddy_bytes_used")}
+    for ci in range(counts.sizes["compressor"]):
+        got = regions.placement({n: per_region[n][:, :, ci, 0] for n in names},
+                                {n: per_region[n][:, :, ci, 1] for n in names}, names, thresholds, targets,
+                                policy, rule)
+        for k, v in got.items():
+            out[k][:, :, ci] = v
+    coords = {**{k: counts.coords[k] for k in counts.dims[:-1]}, "threshold": thresholds}
+    da = {k: xr.DataArray(v, dims=dims, coords=coords) for k, v in out.items()}
+    chosen = (n_entries * ENTRY_BYTES / da["device_bytes"].where(n_entries > 0))
+    return {"chosen_target": chosen, "overflow_entries": da["overflow_entries"],
+            "overflow_accesses": da["overflow_accesses"], "buddy_bytes_used": da["buddy_bytes_used"]}
 
 
 def _ratio(num: xr.DataArray, den: xr.DataArray) -> xr.DataArray:

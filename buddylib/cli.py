@@ -66,6 +66,7 @@ FLOAT16_CODES = {"bfloat16": "ebo-bf16", "float16": "ebo-fp16"}
 def _analyze_parser(sub: argparse._SubParsersAction) -> None:
     from buddylib.compressors import DEFAULT_COMPRESSORS
     from buddylib.layout import DEFAULT_THRESHOLD, POLICIES, TARGETS
+    from buddylib.regions import RULES
     from buddylib.userdata.readers import MAX_BYTES
 
     p = sub.add_parser("analyze", help="capacity a GPU would gain on your arrays, per allocation",
@@ -83,6 +84,14 @@ def _analyze_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--targets", type=float, nargs="+", default=list(TARGETS), metavar="R",
                    help="target ratios the policy may choose (default 1 1.333 2 4; 8 and 16 extend)")
     p.add_argument("--policy", choices=POLICIES, default="profile", help="placement policy (default profile)")
+    p.add_argument("--region", default="allocation", metavar="SIZE",
+                   help="target granularity: one target per allocation (default, the paper's) or per aligned "
+                        "region of SIZE, a power of two from 4KiB (e.g. 64KiB, 2MiB); the target column then "
+                        "reads bytes / device bytes")
+    p.add_argument("--rule", choices=RULES, default="budget",
+                   help="with --region, how regions share the threshold: budget (spent where it saves most), "
+                        "traffic (held to the overflow one target per allocation causes) or naive (each region "
+                        "alone held to it) (default budget)")
     p.add_argument("--no-zero-flag", action="store_true", help="all-zero entries take a sector, not 0")
     p.add_argument("--dtype", help="read every PATH as a raw dump of this numpy dtype (e.g. float32)")
     p.add_argument("--shape", help="with --dtype: the array shape, e.g. 1024,1024 (checked against the size)")
@@ -101,7 +110,7 @@ def _analyze_parser(sub: argparse._SubParsersAction) -> None:
 def _analyze(args: argparse.Namespace) -> int:
     import json
 
-    from buddylib import analysis
+    from buddylib import analysis, regions
     from buddylib.compressors import DEFAULT_COMPRESSORS
     from buddylib.compressors import names as compressor_names
     from buddylib.snapshot import Snapshot
@@ -113,6 +122,9 @@ def _analyze(args: argparse.Namespace) -> int:
         raise ValueError("--shape needs --dtype (it describes a raw dump)")
     if args.compressor is not None:
         analysis.check_compressors(args.compressor)
+    region = regions.region_bytes(args.region)
+    if region is not None and args.scheduler:
+        raise ValueError("--region: targets per region are analysed here, serially; drop --scheduler")
     out = Path(args.out) if args.out else None
     if out is not None:
         _check_out(out, [Path(p) for p in args.paths])
@@ -146,7 +158,8 @@ def _analyze(args: argparse.Namespace) -> int:
     try:
         ds = analysis.analyze(snapshots, compressors=args.compressor, thresholds=[args.threshold],
                               targets=args.targets, policy=args.policy, zero_flag=not args.no_zero_flag,
-                              client=client, progress=None if client is None else True)
+                              client=client, progress=None if client is None else True, region=region,
+                              rule=args.rule)
     finally:
         if client is not None:
             client.close()
@@ -155,12 +168,14 @@ def _analyze(args: argparse.Namespace) -> int:
     timing = _run_timing(Path(args.paths[0]), args.compressor[0], args.threshold) if run is not None else {}
     if args.json:
         print(json.dumps({"compressor": args.compressor[0], "threshold": args.threshold, "policy": args.policy,
+                          "region": regions.label(region), **({"rule": args.rule} if region else {}),
                           "allocations": [_json_row(r) for r in table.reset_index().to_dict(orient="records")],
                           "total": _json_row(total.to_dict()), **timing}, indent=1, allow_nan=False))
     else:
         print(_format_table(table, total))
         print(f"\neffective ratio {total['effective']:.3f}x with {args.compressor[0]} "
-              f"(buddy threshold {args.threshold:g}, {args.policy} policy); ideal ratio "
+              f"(buddy threshold {args.threshold:g}, {args.policy} policy"
+              f"{f', a target per {regions.label(region)} region, {args.rule} rule' if region else ''}); ideal ratio "
               f"{_ideal(total['ideal ' + args.compressor[0]])}; device {human_bytes(total['device bytes'])}"
               f" (incl. metadata), buddy {human_bytes(total['buddy bytes'])} for {human_bytes(total['bytes'])} of data")
         if "slowdown" in timing:
@@ -598,6 +613,44 @@ def _llm(args: argparse.Namespace) -> int:
     return 0
 
 
+def _granularity_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("granularity", help="notebook 11's study: targets per region instead of per allocation",
+                       description="How much of BPC-32's ideal gain Buddy keeps with one target per allocation, per "
+                                   "2 MiB, 64 KiB or 4 KiB region (budget, equal-traffic and naive rules; the paper's "
+                                   "targets and 8x/16x besides), and the slowdown; --write commits the study notebook "
+                                   "11 reads (data/summaries/granularity: quick for nbval, default for make "
+                                   "reproduce), --check remakes it and compares.")
+    p.add_argument("--scale", default="quick", choices=("quick", "default"), help="quick (default) or default")
+    p.add_argument("--seed", type=int, default=0)
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("--write", action="store_true", help="commit the study of this scale and seed")
+    how.add_argument("--check", action="store_true", help="compare a fresh study with the committed one")
+    p.set_defaults(func=_granularity)
+
+
+def _granularity(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from buddylib.studies import granularity
+
+    if args.check:
+        report = granularity.check_committed(args.scale, args.seed)
+        print(report.to_string())
+        print(f"{int(report.ok.sum())} of {len(report)} within the tolerance ({granularity.TOLERANCE:g} relative)")
+        return 0 if report.ok.all() else 1
+    if args.write:
+        print(f"wrote {granularity.write_committed(args.scale, args.seed)}")
+        return 0
+    ds = granularity.study(args.scale, args.seed)
+    with pd.option_context("display.width", 250, "display.precision", 3, "display.max_columns", 40):
+        for size in ds["size"].values:
+            for suite in ("hpc", "dl"):
+                t = granularity.table(ds, str(size), suite)
+                if len(t):
+                    print(f"\n{suite.upper()} at {size}, threshold 0.3 (mean of the workloads)\n{t}")
+    return 0
+
+
 def _reproduce_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("reproduce", help="run the main job into reports/ with an index",
                        description="Run every result of the suite at default scale into a "
@@ -637,7 +690,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="buddy", description=__doc__.split(":")[0] + ".")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in (_bench_parser, _analyze_parser, _workloads_parser, _capture_parser, _fixtures_parser,
-                _summaries_parser, _llm_parser, _reproduce_parser):
+                _summaries_parser, _llm_parser, _granularity_parser, _reproduce_parser):
         add(sub)
     return parser
 

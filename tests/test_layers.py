@@ -20,12 +20,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("provenance",),
     ("snapshot", "paper", "threads", "outputs"),
     ("layout",),
+    ("regions",),  # targets per region: the rules that share an allocation's overflow budget
     ("analysis",),
     ("workloads",),
     ("timing",),
     ("userdata",),  # your own data: readers of files, the recorder of your own model
     ("warm",),
-    ("studies",),  # results from the workloads: experiments, summaries, fidelity, fixtures, llm, remake
+    ("studies",),  # results from the workloads: experiments, summaries, fidelity, fixtures, llm, granularity, remake
     ("explore",),  # notebook 00's explorer: model, view, screenshot
     ("report",),  # make reproduce and make bench: the pipeline, the benchmark, the index page
     ("cli",),

@@ -17,7 +17,7 @@ import xarray as xr
 
 from buddylib import workloads
 from buddylib.report import reproduce
-from buddylib.studies import cache, fidelity, fixtures, llm, remake, summaries
+from buddylib.studies import cache, fidelity, fixtures, granularity, llm, remake, summaries
 
 pytestmark = pytest.mark.skipif("alexnet" not in workloads.names("dl"), reason="torch is not installed")
 
@@ -239,7 +239,8 @@ def test_reproduce_schedules_no_committed_study(tmp_path: Path, monkeypatch: pyt
 
 def test_provenance_lists_every_committed_summary() -> None:
     table = remake.provenance()
-    assert len(table) == len(summaries.committed()) + len(list(llm.COMMITTED.glob("llm-*.nc")))
+    assert len(table) == len(summaries.committed()) + len(list(llm.COMMITTED.glob("llm-*.nc"))) + len(
+        list(granularity.COMMITTED.glob("granularity-*.nc")))
     assert {"used by", "code", "code current", "made", "machine", "run s"} <= set(table.columns)
     assert any(i.startswith("alexnet, paper scale") for i in table.index)
     assert any("maturity (480 steps)" in i for i in table.index)

@@ -159,6 +159,7 @@ def test_summary_analysis_is_the_runs_analysis(tmp_path: Path, capsys: pytest.Ca
     kept = summaries.load(summaries.path("ostencil", "quick", folder=tmp_path))
     assert summaries.compare(kept, kept)["ok"]
     changed = json.loads(json.dumps(kept))
+    changed.pop("regions")  # its 4 KiB histograms would contradict the changed one: load refuses that
     h = changed["snapshots"][-1]["allocations"][0]["sectors"]["bpc32"]
     h[3], h[4] = h[3] + 1, h[4] - 1
     row = summaries.compare(kept, changed)

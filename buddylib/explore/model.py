@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from buddylib import analysis, layout, snapshot
+from buddylib import analysis, layout, regions, snapshot
 from buddylib.entries import ENTRY_BYTES, SECTOR_BYTES
 from buddylib.snapshot import Snapshot
 from buddylib.timing import LINKS, gpu, link
@@ -205,7 +205,10 @@ def slowdowns(rp: Replay, targets: dict[str, float], gpu_name: str, link_name: s
 
 #: What can be set, with the explorer's defaults.
 DEFAULTS: dict[str, Any] = {"snapshot": -1, "compressor": "bpc32", "threshold": layout.DEFAULT_THRESHOLD,
-                            "policy": "profile", "gpu": "V100-32GB", "link": "NVLink2", "bandwidth_credit": False}
+                            "policy": "profile", "gpu": "V100-32GB", "link": "NVLink2", "bandwidth_credit": False,
+                            "region": "allocation", "rule": "budget"}
+#: The target granularities on offer (:mod:`buddylib.regions`): one target per allocation, the paper's, first.
+REGIONS = tuple(regions.label(g) for g in regions.GRANULARITIES)
 
 
 class Model:
@@ -224,6 +227,7 @@ class Model:
         self.scale, self.seed, self.data_dir = scale, seed, data_dir
         self.params = params or tm.Params()
         self._hists: dict[tuple[str, str], xr.DataArray] = {}
+        self._region_hists: dict[tuple[str, str, int], dict[str, np.ndarray]] = {}
         self._replays: dict[tuple[str, int, str], Replay | str] = {}
         self._streams: dict[str, dict[tuple, tuple]] = {}
         self.timings: list[dict[str, float]] = []
@@ -245,6 +249,10 @@ class Model:
         if "compressor" in changes and changes["compressor"] not in self.source.compressors:
             raise ValueError(f"compressor {changes['compressor']!r}: {self.source.name} records "
                              f"{self.source.compressors}")
+        if "region" in changes:
+            regions.region_bytes(changes["region"].replace(" ", ""))
+        if "rule" in changes and changes["rule"] not in regions.RULES:
+            raise ValueError(f"rule {changes['rule']!r}: one of {', '.join(regions.RULES)}")
         if "snapshot" in changes and not 0 <= changes["snapshot"] < len(self.source.snapshots):
             raise ValueError(f"snapshot {changes['snapshot']}: {self.source.name} has {len(self.source.snapshots)}")
         self.settings.update(changes)
@@ -267,6 +275,14 @@ class Model:
             self._hists[key] = analysis.sector_histograms(self.source.snapshots, [compressor], progress=False)
         return self._hists[key]
 
+    def _regions(self, compressor: str, size: int) -> dict[str, np.ndarray]:
+        key = (self.source.name, compressor, size)
+        if key not in self._region_hists:
+            self.computed["histograms"] += 1
+            self._region_hists[key] = analysis.region_histograms(self.source.snapshots, [compressor], size,
+                                                                 progress=False)
+        return self._region_hists[key]
+
     def _replay(self, snap: int, compressor: str) -> Replay | str:
         """The cached :class:`Replay`, or why there is none."""
         ws = self.source.workset
@@ -288,17 +304,27 @@ class Model:
         t0, cpu0 = time.perf_counter(), time.process_time()
         hist = self._hist(v["compressor"])
         t1 = time.perf_counter()
+        size = regions.region_bytes(v["region"].replace(" ", ""))
+        by_region = None if size is None else (size, v["rule"], self._regions(v["compressor"], size))
         ds = analysis.summarize(hist, self.source.snapshots, layout.check_threshold(v["threshold"]),
-                                layout.check_targets(layout.TARGETS), v["policy"])
+                                layout.check_targets(layout.TARGETS), v["policy"], by_region=by_region)
         step = int(ds.step.values[v["snapshot"]])
         title = (f"{self.source.name}, snapshot {v['snapshot']} (step {step}), {v['compressor']}, buddy threshold "
-                 f"{v['threshold']:.2f}, {v['policy']} policy")
+                 f"{v['threshold']:.2f}, {v['policy']} policy"
+                 + (f", a target per {regions.label(size)} region ({v['rule']} rule)" if size else ""))
         view = layout_view(ds, v["compressor"], v["threshold"], v["snapshot"], title)
         t2 = time.perf_counter()
         rp = self._replay(v["snapshot"], v["compressor"])
         t3 = time.perf_counter()
         if isinstance(rp, str):
             sv = SlowdownView(v["gpu"], v["link"], v["bandwidth_credit"], reason=rp)
+        elif size is not None:  # the timing model's own replay, of the run's last snapshot
+            sw = tm.sweep(self.source.workset, gpus=[v["gpu"]], links=list(LINKS), thresholds=[v["threshold"]],
+                          bandwidth_credit=[v["bandwidth_credit"]], params=self.params, region=size,
+                          rule=v["rule"], policy=v["policy"])
+            sv = SlowdownView(v["gpu"], v["link"], v["bandwidth_credit"],
+                              by_link={str(k): float(x) for k, x in zip(sw.link.values, sw.slowdown.values.ravel(),
+                                                                        strict=True)})
         else:
             chosen = ds.chosen_target.isel(snapshot=v["snapshot"]).sel(compressor=v["compressor"]).isel(threshold=0)
             targets = {str(n): float(r) for n, r in zip(chosen.allocation.values, chosen.values, strict=True) if r == r}

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from buddylib import layout
-from buddylib.explore.model import Model, SlowdownView, View, builtin_names
+from buddylib import layout, regions
+from buddylib.explore.model import REGIONS, Model, SlowdownView, View, builtin_names
 from buddylib.timing import GPUS, LINKS
 from buddylib.timing import model as tm
 
@@ -157,20 +157,21 @@ def svg(fig: Figure) -> bytes:
 
 
 class Explorer:
-    """ipywidgets controls (``controls``: workload, snapshot, compressor, threshold, policy, gpu, link,
-    accounting) that set a :class:`~buddylib.explore.model.Model` (``model``), an image of :func:`draw`'s figure
+    """ipywidgets controls (``controls``: workload, snapshot, compressor, threshold, policy, gpu, link, region
+    (target granularity), rule, accounting) that set a :class:`~buddylib.explore.model.Model` (``model``), an image of :func:`draw`'s figure
     and an HTML line of its numbers. Display it with ``explorer.ui``. ``numbers``, ``timings`` (with the
     drawing's seconds), ``computed``, ``source``, ``view`` and ``slowdown`` are the model's."""
 
     def __init__(self, workload: str = "md", scale: str | float = "quick", seed: int = 0,
                  data_dir: str | Path | None = None, snapshot: int = -1, compressor: str = "bpc32",
                  threshold: float = layout.DEFAULT_THRESHOLD, policy: str = "profile", gpu: str = "V100-32GB",
-                 link: str = "NVLink2", bandwidth_credit: bool = False, params: tm.Params | None = None):
+                 link: str = "NVLink2", bandwidth_credit: bool = False, params: tm.Params | None = None,
+                 region: str = "allocation", rule: str = "budget"):
         import ipywidgets as w
 
         self.model = Model(workload, scale, seed, data_dir, params, snapshot=snapshot, compressor=compressor,
                            threshold=threshold, policy=policy, gpu=gpu, link=link,
-                           bandwidth_credit=bool(bandwidth_credit))
+                           bandwidth_credit=bool(bandwidth_credit), region=region, rule=rule)
         s, n = self.model.settings, len(self.model.source.snapshots)
         cont = {"continuous_update": False, "style": {"description_width": "110px"}}
         self.controls = {
@@ -183,6 +184,10 @@ class Explorer:
                                        readout_format=".2f", **cont),
             "policy": w.Dropdown(options=layout.POLICIES, value=s["policy"], description="policy",
                                  style=cont["style"]),
+            "region": w.Dropdown(options=REGIONS, value=s["region"], description="target per",
+                                 style=cont["style"]),
+            "rule": w.Dropdown(options=regions.RULES, value=s["rule"], description="region rule",
+                               style=cont["style"]),
             "gpu": w.Dropdown(options=list(GPUS), value=s["gpu"], description="GPU", style=cont["style"]),
             "link": w.Dropdown(options=list(LINKS), value=s["link"], description="link", style=cont["style"]),
             "accounting": w.ToggleButtons(options=ACCOUNTING, value=s["bandwidth_credit"],
@@ -193,7 +198,8 @@ class Explorer:
         self.image = w.Image(format="svg+xml", layout=w.Layout(width="100%", max_width="1040px"))
         c = self.controls
         self.ui = w.VBox([w.HBox([w.VBox([c["workload"], c["snapshot"], c["compressor"], c["threshold"]]),
-                                  w.VBox([c["policy"], c["gpu"], c["link"]])]),
+                                  w.VBox([c["policy"], c["gpu"], c["link"]]),
+                                  w.VBox([c["region"], c["rule"]])]),
                           c["accounting"], self.summary, self.image])
         self.figure = Figure(figsize=(13, 7.5))
         self._quiet = False

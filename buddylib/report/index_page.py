@@ -63,11 +63,13 @@ class Results:
     # beyond the paper (notebook 10): ratio per LLM tensor kind (codes and peers), and the capacity question
     llm_ratios: pd.DataFrame = field(default_factory=pd.DataFrame)
     llm_capacity: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # beyond the paper (notebook 11): effective ratio per target granularity and rule, per suite and size
+    granularity: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def save(self, path: Path) -> Path:
         """Write as JSON (floats round-trip exactly)."""
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        for name in ("hpc_table", "slowdown_table", "summaries", "llm_ratios", "llm_capacity"):
+        for name in ("hpc_table", "slowdown_table", "summaries", "llm_ratios", "llm_capacity", "granularity"):
             data[name] = _frame_json(data[name])
         data["fidelity"] = {k: _frame_json(v) for k, v in self.fidelity.items()}
         path.write_text(json.dumps(data, indent=1, default=_plain))
@@ -78,7 +80,7 @@ class Results:
         data = json.loads(Path(path).read_text())
         for name in ("hpc_table", "slowdown_table"):
             data[name] = _frame(data[name])
-        for name in ("summaries", "llm_ratios", "llm_capacity"):  # absent from an older index
+        for name in ("summaries", "llm_ratios", "llm_capacity", "granularity"):  # absent from an older index
             if name in data:
                 data[name] = _frame(data[name])
         data["fidelity"] = {k: _frame(v) for k, v in data.get("fidelity", {}).items()}
@@ -147,6 +149,7 @@ def _headline(r: Results) -> list[str]:
         lines.append(f"| largest mini-batch in a fixed GPU memory, Buddy / uncompressed ({gain.size} CNNs, "
                      f"notebook 07) | {gain.min():.2f}x to {gain.max():.2f}x (mean {gain.mean():.2f}x) | "
                      "larger batches (case study) |")
+    lines += _granularity_rows(r)
     lines += _llm_rows(r)
     return [
         *lines,
@@ -157,6 +160,20 @@ def _headline(r: Results) -> list[str]:
         "every accessed entry costs its uncompressed HBM bytes, so Buddy Compression only adds time (the "
         f"paper's basis: {paper.SLOWDOWN_BASIS}). The row below it credits compressed entries with the HBM "
         "sectors they save (SPEC §4); there a negative slowdown is a speed-up.", ""]
+
+
+def _granularity_rows(r: Results) -> list[str]:
+    """One row per target granularity and rule (notebook 11, beyond the paper): the suites' mean effective ratio."""
+    t = r.granularity
+    rows = []
+    for what, row in t.iterrows():
+        if str(what).startswith("allocation"):
+            continue  # the paper's layout: the headline rows above
+        region, rule = str(what).split(", ")
+        how = "at equal traffic" if rule == "traffic" else "with the threshold's full budget (partly tiering)"
+        rows.append(f"| effective capacity, a target per {region} region {how} (BPC-32, threshold 30%; notebook 11) | "
+                    + ", ".join(f"{c} {v:.2f}x" for c, v in row.items() if pd.notna(v)) + " | not in the paper |")
+    return rows
 
 
 def _llm_rows(r: Results) -> list[str]:

@@ -99,6 +99,7 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
                "bench": [p.relative_to(out).as_posix() for p in bench_paths.values()]},
         took=clock.took | {"total": sum(clock.took.values())}, tasks=task_seconds, environment=_environment(),
         notebooks=executed, **dl, batch_gain=_batch_gain(out), fidelity=_fidelity_tables(out), **_llm(out),
+        granularity=_granularity(out),
         summaries=remake.provenance() if full else pd.DataFrame())
     _save_steps(out, results.took, results.tasks)
     return index_page.write(results, out)
@@ -140,7 +141,8 @@ def generate(data: Path, scale: str, names: list[str], scheduler: str | None = N
 #: Seconds each notebook took at default scale in a fresh clone's make reproduce (AMD EPYC, 2 workers,
 #: 2026-12-03; notebook 10's, reading the study the generation step cached): the order a first run starts them
 #: in (the longest first), before a steps.csv of its own exists.
-NOTEBOOK_SECONDS = {"10_llm_memory": 15.0, "05_slowdown_sensitivity": 108.0, "09_fidelity": 76.0,
+NOTEBOOK_SECONDS = {"10_llm_memory": 15.0, "11_target_granularity": 15.0, "05_slowdown_sensitivity": 108.0,
+                    "09_fidelity": 76.0,
                     "01_compressors": 65.0, "04_over_time": 59.0, "03_dl_ratios": 41.0, "00_explore": 31.0,
                     "02_hpc_ratios": 25.0, "06_unified_memory": 22.0, "07_larger_batch": 21.0, "08_your_data": 14.0}
 
@@ -229,6 +231,12 @@ def _llm(out: Path) -> dict[str, pd.DataFrame]:
         return {}
     return {"llm_ratios": pd.read_csv(folder / "llm_ratios.csv", index_col=0),
             "llm_capacity": pd.read_csv(folder / "llm_capacity.csv")}
+
+
+def _granularity(out: Path) -> pd.DataFrame:
+    """Notebook 11's headline table of this run: effective ratio per target granularity (empty if it did not run)."""
+    path = out / "11_target_granularity" / "granularity_headline.csv"
+    return pd.read_csv(path, index_col=0) if path.exists() else pd.DataFrame()
 
 
 def _fidelity_tables(out: Path) -> dict[str, pd.DataFrame]:

@@ -151,17 +151,21 @@ def provenance(folder: str | Path | None = None) -> pd.DataFrame:
 
 
 def _llm_provenance() -> list[dict[str, Any]]:
-    """The rows of notebook 10's committed studies (:mod:`buddylib.studies.llm`, one netCDF file per scale)."""
+    """The rows of notebooks 10's and 11's committed studies (:mod:`buddylib.studies.llm`,
+    :mod:`buddylib.studies.granularity`: one netCDF file per scale)."""
     import json
 
-    from buddylib.studies import cache, llm
+    from buddylib.studies import cache, granularity, llm
 
     rows = []
-    for f in sorted(llm.COMMITTED.glob("llm-*-s*.nc")):
-        a = cache.load_cached(f).attrs
-        rows.append({"summary": f"LLM-era memory study, {a['scale']} scale", "used by": USED_BY["llm"],
-                     "code": a["code"], "code current": a["code"] == llm.key(), "made": a["date"][:10],
-                     "machine": json.loads(a["machine"])["cpu"], "run s": float(a["seconds"])})
+    for module, label, used, stem in ((llm, "LLM-era memory study", USED_BY["llm"], "llm"),
+                                      (granularity, "target granularity study", USED_BY["granularity"],
+                                       "granularity")):
+        for f in sorted(module.COMMITTED.glob(f"{stem}-*-s*.nc")):
+            a = cache.load_cached(f).attrs
+            rows.append({"summary": f"{label}, {a['scale']} scale", "used by": used,
+                         "code": a["code"], "code current": a["code"] == module.key(), "made": a["date"][:10],
+                         "machine": json.loads(a["machine"])["cpu"], "run s": float(a["seconds"])})
     return rows
 
 

@@ -10,6 +10,8 @@ need of them is small, so it is committed in ``data/summaries`` and read as it i
   and per compressor the number of entries taking 0..4 sectors, with each allocation's name, kind, dtype, shape
   and bytes (:func:`buddylib.analysis.analyze_histograms` derives every capacity result from them, the same
   numbers to the bit), the run's byte digest (:attr:`~buddylib.workloads.base.Run.digest`) and access profile;
+  and, for the first compressor (BPC-32), the same per aligned 4 KiB region, so targets per region are analysed
+  at any granularity from 4 KiB up without re-running (``regions``: zstd-compressed counts, base64);
 - a study's **result** (``<name>-<scale>-s<seed>.<study>.json``: ``maturity``, ``adam``, ``caffe``): the small
   Dataset the study returns.
 
@@ -29,6 +31,7 @@ within :data:`STUDY_TOLERANCE`.
 
 from __future__ import annotations
 
+import base64
 import datetime
 import json
 import os
@@ -39,10 +42,12 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
+import zstandard
 
-from buddylib import layout, workloads
+from buddylib import layout, regions, workloads
 from buddylib.analysis import analyze_histograms
 from buddylib.compressors import ALL_COMPRESSORS, DEFAULT_COMPRESSORS
+from buddylib.entries import ENTRY_BYTES
 from buddylib.provenance import machine
 from buddylib.snapshot import Allocation, Snapshot
 from buddylib.workloads.base import PAPER_COMPRESSORS
@@ -85,6 +90,10 @@ DL_TOLERANCE = 1e-2
 #: ideal ratio by up to 10.4%, the zero share 3.8%, a snapshot's effective ratio 1.9%, the final effective ratio
 #: not at all; about three times the largest (the rule of :data:`buddylib.studies.fixtures.TOLERANCE`).
 STUDY_TOLERANCE = 0.30
+#: The finest target granularity a summary keeps: sector histograms per aligned 4 KiB region (32 entries; a
+#: coarser region adds them), of its first compressor only (BPC-32: the headline's; every compressor would
+#: make the gigabyte summaries megabytes each).
+REGION_BYTES = regions.MIN_REGION_BYTES
 
 
 def scale_name(scale: str | float) -> str:
@@ -138,8 +147,62 @@ def summarize_run(run: workloads.Run) -> dict[str, Any]:
              "sectors": {c: layout.sector_histogram(a.sectors[c]).tolist() for c in compressors}}
             for a in s.allocations]} for s in run.snapshots],
         "profile": run.profile.to_dict(),
+        "regions": encode_regions([[a.sectors[compressors[0]] for a in s.allocations] for s in run.snapshots],
+                                  compressors[0]),
         "seconds": round(run.seconds, 1),
     }
+
+
+def encode_regions(sectors: Sequence[Sequence[np.ndarray]], compressor: str) -> dict[str, Any]:
+    """Per snapshot and allocation (in order), the entries taking 0..3 sectors in each 4 KiB region (4 takes
+    the rest), uint8, bin-major per allocation, zstd-19 and base64: small, and the same bytes for the same
+    run."""
+    parts = [regions.histograms(x, REGION_BYTES)[:, :4].T.astype(np.uint8).reshape(-1)
+             for snap in sectors for x in snap]
+    raw = np.concatenate(parts).tobytes() if parts else b""
+    return {"compressor": compressor, "region_bytes": REGION_BYTES,
+            "encoding": "zstd-19 base64 uint8 [bin 0..3, region]",
+            "data": base64.b64encode(zstandard.ZstdCompressor(level=19).compress(raw)).decode()}
+
+
+def region_counts(summary: dict[str, Any], region: int | str) -> dict[str, np.ndarray]:
+    """A summary's histograms per ``region`` (a multiple of 4 KiB): ``{name: [snapshot, region, 1, 5]}`` of its
+    regions' compressor; ``ValueError`` where it kept none (made before they were) or they do not decode."""
+    size = regions.region_bytes(region)
+    where = f"{summary['workload']} at {summary['scale']}"
+    block = summary.get("regions")
+    if size is None or block is None:
+        raise ValueError(f"{where}: the summary keeps no histograms per region; remake it (buddy summaries)")
+    base = int(block["region_bytes"])
+    if size % base:
+        raise ValueError(f"{where}: region {regions.label(size)} is not a multiple of the {base}-byte regions kept")
+    try:
+        raw = np.frombuffer(zstandard.ZstdDecompressor().decompress(base64.b64decode(block["data"])), np.uint8)
+    except (ValueError, zstandard.ZstdError) as e:
+        raise ValueError(f"{where}: its region histograms do not decode ({e})") from None
+    per = base // ENTRY_BYTES
+    names = list(dict.fromkeys(a["name"] for s in summary["snapshots"] for a in s["allocations"]))
+    size_of = {n: max(-(-a["nbytes"] // base) for s in summary["snapshots"] for a in s["allocations"]
+                      if a["name"] == n) for n in names}
+    out = {n: np.zeros((len(summary["snapshots"]), size_of[n], 1, 5), np.int64) for n in names}
+    at = 0
+    for si, s in enumerate(summary["snapshots"]):
+        for a in s["allocations"]:
+            entries = -(-a["nbytes"] // ENTRY_BYTES)
+            n = -(-entries // per)
+            if at + 4 * n > raw.size:
+                raise ValueError(f"{where}: its region histograms end before step {s['step']}, {a['name']!r}")
+            h = raw[at:at + 4 * n].reshape(4, n).T.astype(np.int64)
+            at += 4 * n
+            full = np.minimum(per, entries - per * np.arange(n))
+            rest = full - h.sum(1)
+            if (rest < 0).any():
+                raise ValueError(f"{where}: step {s['step']}, {a['name']!r}: a region counts more entries than it "
+                                 "holds")
+            out[a["name"]][si, :n, 0] = np.column_stack([h, rest])
+    if at != raw.size:
+        raise ValueError(f"{where}: its region histograms hold {raw.size - at} bytes more than its allocations need")
+    return {n: regions.coarsen(h, size // base) for n, h in out.items()}
 
 
 def make(name: str, scale: str | float, seed: int = SEED) -> dict[str, Any]:
@@ -238,6 +301,19 @@ def load(file: str | Path) -> dict[str, Any]:
                 if len(h) != 5 or min(h) < 0 or sum(h) != -(-a["nbytes"] // 128):
                     raise ValueError(f"{file}: step {snap['step']}, allocation {a['name']!r}: {c} histogram {h} "
                                      f"does not count the {-(-a['nbytes'] // 128)} entries of {a['nbytes']} bytes")
+    if "regions" in s:
+        try:
+            by_region = region_counts(s, s["regions"]["region_bytes"])
+        except (KeyError, TypeError) as e:
+            raise ValueError(f"{file}: its regions block lacks {e}") from None
+        except ValueError as e:
+            raise ValueError(f"{file}: {e}") from None
+        kept = s["regions"]["compressor"]
+        for si, snap in enumerate(s["snapshots"]):
+            for a in snap["allocations"]:
+                if by_region[a["name"]][si, :, 0].sum(0).tolist() != a["sectors"].get(kept):
+                    raise ValueError(f"{file}: step {snap['step']}, allocation {a['name']!r}: its regions' "
+                                     f"histograms do not add up to its {kept} histogram")
     return s
 
 
@@ -288,13 +364,24 @@ def histograms(summary: dict[str, Any]) -> tuple[xr.DataArray, list[Snapshot]]:
 
 
 def analyze(summary: dict[str, Any], compressors: Sequence[str] = DEFAULT_COMPRESSORS,
-            thresholds: Sequence[float] | float = layout.DEFAULT_THRESHOLD, policy: str = "profile") -> xr.Dataset:
-    """:func:`buddylib.analysis.analyze` of the run a summary describes (the same numbers to the bit)."""
+            thresholds: Sequence[float] | float = layout.DEFAULT_THRESHOLD, policy: str = "profile",
+            targets: Sequence[float] = layout.TARGETS, region: int | str | None = None,
+            rule: str = "budget") -> xr.Dataset:
+    """:func:`buddylib.analysis.analyze` of the run a summary describes (the same numbers to the bit); with
+    ``region``, of its regions' compressor only (:func:`region_counts`)."""
     counts, snaps = histograms(summary)
     missing = [c for c in compressors if c not in counts.compressor.values]
     if missing:
         raise ValueError(f"{summary['workload']} at {summary['scale']}: no {', '.join(missing)} histograms")
-    return analyze_histograms(counts.sel(compressor=list(compressors)), snaps, thresholds, policy=policy)
+    if regions.region_bytes(region) is None:
+        return analyze_histograms(counts.sel(compressor=list(compressors)), snaps, thresholds, targets, policy)
+    per_region = region_counts(summary, region)
+    kept = summary["regions"]["compressor"]
+    if list(compressors) != [kept]:
+        raise ValueError(f"{summary['workload']} at {summary['scale']}: targets per region are kept for "
+                         f"{kept} alone, not {', '.join(compressors)}")
+    return analyze_histograms(counts.sel(compressor=[kept]), snaps, thresholds, targets, policy, region=region,
+                              rule=rule, region_counts=per_region)
 
 
 def workload_ratios(names: Sequence[str] | None = None, scale: str | float = "large", seed: int = SEED,
@@ -342,7 +429,8 @@ USED_BY = {"hpc": "notebook 09: HPC scale trend and attribution", "dl": "noteboo
            "maturity": "notebook 09: training maturity, DL attribution (3x longer training)",
            "adam": "notebook 09: optimizer table, DL attribution (Adam)",
            "caffe": "notebook 09: framework accounting, DL attribution (Caffe-style memory)",
-           "llm": "notebook 10: ratios by tensor kind, peers, capacity"}
+           "llm": "notebook 10: ratios by tensor kind, peers, capacity",
+           "granularity": "notebook 11: targets per region; notebook 09: attribution rows"}
 #: How the report index names a study summary.
 STUDY_LABELS = {"adam": "Adam instead of the recipe's optimizer", "caffe": "Caffe-style accounting"}
 
@@ -372,6 +460,8 @@ def compare(kept: dict[str, Any], fresh: dict[str, Any]) -> dict[str, Any]:
                         first = f"step {s['step']}, {a['name']}, {c}: {a['sectors'][c]} -> {b['sectors'][c]}"
     else:
         first = "allocations or steps differ"
+    if same_layout and not first and "regions" in kept and kept.get("regions") != fresh.get("regions"):
+        first = "histograms per region differ"
     histograms_equal = same_layout and not first and comps == list(kept["compressors"])
     return {"workload": kept["workload"], "scale": kept["scale"], "digest_equal": kept["digest"] == fresh["digest"],
             "histograms_equal": histograms_equal, "code_equal": kept["code"] == fresh["code"],

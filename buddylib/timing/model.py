@@ -4,6 +4,9 @@ For each kernel of a workload's access profile the model computes, from the real
 per-entry sector counts of the workload's last snapshot and the targets the placement
 policy chose:
 
+* targets per region (:mod:`buddylib.regions`): each region's device share decides which of its entries
+  overflow; the region's target rides on the address translation (page-table entry) or on the entries'
+  metadata line, so looking it up costs no memory access (its bits count as capacity only);
 * device traffic: with ``bandwidth_credit`` on, accessed entries cost min(32 B x sectors,
   device share) — compression saves HBM bandwidth too; off, every accessed entry costs the
   uncompressed 128 B, so Buddy Compression can only add time (the paper's comparison with
@@ -79,6 +82,9 @@ class Workset:
     _streams: list | None = field(default=None, repr=False)
     _merged: tuple | None = field(default=None, repr=False)
     _hists: tuple | None = field(default=None, repr=False)
+    _region_hists: dict = field(default_factory=dict, repr=False)
+    _snapshot_regions: dict = field(default_factory=dict, repr=False)
+    _misses: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def load(cls, path: str | Path, compressor: str = "bpc32") -> Workset:
@@ -207,6 +213,22 @@ def _count_sectors(ws: Workset) -> tuple[list[str], np.ndarray, np.ndarray]:
     return names, h, flops
 
 
+def _region_sectors(ws: Workset, region: int) -> dict[str, np.ndarray]:
+    """Per allocation, kernel and ``region``-byte region: accessed-entry counts per sector value (x passes)."""
+    if region not in ws._region_hists:
+        sectors = {a.name: a.sectors[ws.compressor] for a in ws.last.allocations}
+        per = region // ENTRY_BYTES
+        out = {a.name: np.zeros((len(ws.profile.kernels), -(-a.n_entries // per), SECTORS_PER_ENTRY + 1))
+               for a in ws.last.allocations}
+        for ki, accesses in enumerate(ws.streams()):
+            for name, ent, passes in accesses:
+                h = out[name][ki]
+                key = ent // per * (SECTORS_PER_ENTRY + 1) + sectors[name][ent]
+                h += passes * np.bincount(key, minlength=h.size).reshape(h.shape)
+        ws._region_hists[region] = out
+    return ws._region_hists[region]
+
+
 def _metadata_misses(ws: Workset, params: Params) -> np.ndarray:
     """Metadata-cache misses per kernel, replaying the iteration twice (the second is counted): each entry
     access reads the metadata line of its allocation holding its entry's bits (allocations' lines follow
@@ -219,17 +241,24 @@ def _metadata_misses(ws: Workset, params: Params) -> np.ndarray:
     return np.diff(bounds, prepend=0).astype(float) - hits
 
 
-def traffic(ws: Workset, targets: dict[str, float]) -> dict[str, np.ndarray]:
-    """Per kernel: baseline, device and link bytes at the given per-allocation targets."""
+def traffic(ws: Workset, targets: dict[str, float], region: int | None = None) -> dict[str, np.ndarray]:
+    """Per kernel: baseline, device and link bytes at the given per-allocation targets, or with ``region``
+    at the given per-region ones (``targets[name]``: one target per ``region``-byte region)."""
     names, h, flops = _sector_hists(ws)
-    share = np.array([ENTRY_BYTES / targets.get(n, 1.0) for n in names])[None, :, None]
-    size = SECTOR_BYTES * layout.SECTOR_VALUES[None, None, :]
-    return {
-        "baseline_bytes": (h.sum(-1) * ENTRY_BYTES).sum(-1),
-        "device_bytes": (h * np.minimum(size, share)).sum((-1, -2)),
-        "link_bytes": (h * np.maximum(size - share, 0)).sum((-1, -2)),
-        "flops": flops,
-    }
+    size = SECTOR_BYTES * layout.SECTOR_VALUES
+    if region is None:
+        share = np.array([ENTRY_BYTES / targets.get(n, 1.0) for n in names])[None, :, None]
+        device = (h * np.minimum(size, share)).sum((-1, -2))
+        link = (h * np.maximum(size - share, 0)).sum((-1, -2))
+    else:
+        device, link = np.zeros(len(flops)), np.zeros(len(flops))
+        for n, hr in _region_sectors(ws, region).items():
+            r = np.asarray(targets.get(n, 1.0), float)
+            share = ENTRY_BYTES / np.broadcast_to(r[:hr.shape[1]] if r.ndim else r, hr.shape[1:2])
+            device += (hr * np.minimum(size, share[:, None])).sum((-1, -2))
+            link += (hr * np.maximum(size - share[:, None], 0)).sum((-1, -2))
+    return {"baseline_bytes": (h.sum(-1) * ENTRY_BYTES).sum(-1), "device_bytes": device, "link_bytes": link,
+            "flops": flops}
 
 
 # ---------------------------------------------------------------------------------------
@@ -260,13 +289,22 @@ def kernel_times(tr: dict[str, np.ndarray], meta_misses: np.ndarray, g: GPU, lk:
     return np.broadcast_to(base, buddy.shape), buddy
 
 
-def targets_for(ws: Workset, thresholds: Sequence[float], policy: str = "profile") -> list[dict[str, float]]:
+def targets_for(ws: Workset, thresholds: Sequence[float], policy: str = "profile", region: int | None = None,
+                rule: str = "budget", targets: Sequence[float] = layout.TARGETS) -> list[dict[str, float]]:
     """Targets per allocation chosen by the placement policy over the run's snapshots, one mapping per buddy
     threshold: one analysis for them all (its sector histograms and their reductions, most of its time, are the
-    same for every threshold)."""
-    from buddylib.analysis import analyze
+    same for every threshold). With ``region``: per allocation, its regions' targets in the last snapshot."""
+    from buddylib import regions
+    from buddylib.analysis import analyze, region_histograms
 
-    ds = analyze(ws.snapshots, [ws.compressor], thresholds=list(thresholds), policy=policy, progress=False)
+    if region is not None:
+        if region not in ws._snapshot_regions:
+            ws._snapshot_regions[region] = region_histograms(ws.snapshots, [ws.compressor], region, progress=False)
+        hists = ws._snapshot_regions[region]
+        chosen = regions.choose({n: h[:, :, 0, 0] for n, h in hists.items()}, thresholds, targets, policy, rule)
+        return [{n: c[-1, :, ti] for n, c in chosen.items()} for ti in range(len(thresholds))]
+    ds = analyze(ws.snapshots, [ws.compressor], thresholds=list(thresholds), policy=policy, progress=False,
+                 targets=targets)
     last = ds.chosen_target.isel(snapshot=-1).sel(compressor=ws.compressor)
     out = []
     for t in thresholds:
@@ -296,20 +334,27 @@ def um_slowdown(ws: Workset, capacity_ratio: float, g: GPU, lk: Link, params: Pa
 
 def slowdown(ws: Workset, gpu_name: str = paper.HEADLINE["gpu"], link_name: str = paper.HEADLINE["link"],
              threshold: float = layout.DEFAULT_THRESHOLD,
-             params: Params | None = None, bandwidth_credit: bool = True) -> dict[str, float]:
+             params: Params | None = None, bandwidth_credit: bool = True, region: int | str | None = None,
+             rule: str = "budget", targets: Sequence[float] = layout.TARGETS) -> dict[str, float]:
     """One configuration: slowdown and the traffic behind it, summed over an iteration."""
     ds = sweep(ws, gpus=[gpu_name], links=[link_name], thresholds=[threshold], params=params,
-               bandwidth_credit=[bandwidth_credit])
+               bandwidth_credit=[bandwidth_credit], region=region, rule=rule, targets=targets)
     return {k: float(v.item()) for k, v in ds.data_vars.items() if v.size == 1}
 
 
 def sweep(ws: Workset, gpus: Sequence[str] = (paper.HEADLINE["gpu"],), links: Sequence[str] = (paper.HEADLINE["link"],),
           thresholds: Sequence[float] = (layout.DEFAULT_THRESHOLD,), latency_scales: Sequence[float] = (1.0,),
           metadata_cache_bytes: Sequence[int] | None = None, outstanding: Sequence[int] | None = None,
-          bandwidth_credit: Sequence[bool] = (True,), params: Params | None = None) -> xr.Dataset:
+          bandwidth_credit: Sequence[bool] = (True,), params: Params | None = None,
+          region: int | str | None = None, rule: str = "budget",
+          targets: Sequence[float] = layout.TARGETS, policy: str = "profile") -> xr.Dataset:
     """Slowdown over hardware, link, buddy threshold, link latency, metadata-cache size, the link
     requests a GPU keeps in flight (``outstanding``; default: ``params``' value) and the device-traffic
-    accounting (``bandwidth_credit``: do compressed entries also save HBM bytes?)."""
+    accounting (``bandwidth_credit``: do compressed entries also save HBM bytes?); the targets ``policy`` chooses
+    per allocation or, with ``region``, per region of that size by ``rule`` (:mod:`buddylib.regions`)."""
+    from buddylib import regions
+
+    region = regions.region_bytes(region)
     params = params or Params()
     cache_sizes = list(metadata_cache_bytes or [params.metadata_cache_bytes])
     in_flight = [int(o) for o in (outstanding or [params.outstanding])]
@@ -317,7 +362,11 @@ def sweep(ws: Workset, gpus: Sequence[str] = (paper.HEADLINE["gpu"],), links: Se
         raise ValueError(f"outstanding {min(in_flight)}: at least one link request must be in flight")
     credits = [bool(c) for c in bandwidth_credit]
     thresholds = list(layout.check_threshold(thresholds))
-    misses = {c: _metadata_misses(ws, Params(**{**params.__dict__, "metadata_cache_bytes": c})) for c in cache_sizes}
+    for c in cache_sizes:  # the replay depends on the cache alone: once per workset
+        key = (c, params.metadata_ways, params.metadata_line_bytes)
+        if key not in ws._misses:
+            ws._misses[key] = _metadata_misses(ws, Params(**{**params.__dict__, "metadata_cache_bytes": c}))
+    misses = {c: ws._misses[(c, params.metadata_ways, params.metadata_line_bytes)] for c in cache_sizes}
     n_accesses = float(ws.merged()[1].size)
     shape = (len(gpus), len(links), len(thresholds), len(latency_scales), len(cache_sizes), len(in_flight),
              len(credits))
@@ -327,8 +376,8 @@ def sweep(ws: Workset, gpus: Sequence[str] = (paper.HEADLINE["gpu"],), links: Se
     # the last three parameters vary together, vectorised: (latency, outstanding, credit) grids
     lat, flight, cred = np.meshgrid(np.asarray(latency_scales, float), np.asarray(in_flight, float),
                                     np.asarray(credits, bool), indexing="ij")
-    for ti, targets in enumerate(targets_for(ws, thresholds)):
-        tr = traffic(ws, targets)
+    for ti, chosen in enumerate(targets_for(ws, thresholds, policy, region, rule, targets)):
+        tr = traffic(ws, chosen, region)
         link_frac[ti] = tr["link_bytes"].sum() / max(tr["baseline_bytes"].sum(), 1)
         dev_saving[ti] = 1 - tr["device_bytes"].sum() / max(tr["baseline_bytes"].sum(), 1)
         for gi, gname in enumerate(gpus):
@@ -358,6 +407,6 @@ def sweep(ws: Workset, gpus: Sequence[str] = (paper.HEADLINE["gpu"],), links: Se
         ds[k].attrs["units"] = u
     ds["bandwidth_credit"].attrs["description"] = ("compressed entries also save HBM bytes (True), or cost the "
                                                    "uncompressed 128 B, so Buddy only adds time (False)")
-    ds.attrs.update(workload=ws.name, compressor=ws.compressor,
+    ds.attrs.update(workload=ws.name, compressor=ws.compressor, region=regions.label(region), rule=rule,
                     **{k: v for k, v in params.__dict__.items() if k not in ("outstanding", "metadata_cache_bytes")})
     return ds

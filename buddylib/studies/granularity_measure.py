@@ -1,0 +1,148 @@
+"""Notebook 11's study measured (:func:`measure`): how much of the ideal (BPC-32's gain without placement
+constraints) Buddy keeps with one target per allocation, per 2 MiB, 64 KiB or 4 KiB region, under each rule of
+sharing the overflow budget, with the paper's four targets or with 8x and 16x besides, at three thresholds; and
+what each costs in slowdown.
+
+This module is the study's code digest (:func:`key`); how the study is committed, read and tabled is
+:mod:`buddylib.studies.granularity`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from tqdm import tqdm
+
+from buddylib import layout, paper, regions, snapshot, workloads
+from buddylib.analysis import analyze_histograms, region_histograms, sector_histograms
+from buddylib.provenance import ANALYSIS_ONLY, code_version
+from buddylib.studies import summaries
+from buddylib.studies.experiments import data_folder
+from buddylib.timing.model import Workset, sweep
+
+#: The compressor: the paper's headline one (and the one the committed summaries keep per region).
+COMPRESSOR = paper.HEADLINE["compressor"]
+THRESHOLDS = (0.1, 0.3, 0.5)
+TARGET_SETS = {"paper": layout.TARGETS, "extended": layout.EXTENDED_TARGETS}
+#: The DL networks: the paper's six.
+DL_NETWORKS = ("alexnet", "vgg16", "resnet50", "squeezenet", "inception", "biglstm")
+#: The committed scale of each suite's summaries, analysed beside the runs (capacity only: no per-entry sectors).
+SUMMARY_SCALES = {"hpc": "large", "dl": "paper"}
+SOURCES = ("studies/granularity_measure.py", "regions.py", "studies/summaries.py", *ANALYSIS_ONLY)
+
+
+def key() -> str:
+    """Digest of the code the study depends on: :data:`SOURCES` and the workloads' code (one digest of all)."""
+    codes = "+".join(workloads.get(n).code() for n in [*workloads.names("hpc"), *DL_NETWORKS])
+    return code_version(*SOURCES) + "+" + hashlib.sha256(codes.encode()).hexdigest()[:12]
+
+
+def _grid(cell) -> xr.Dataset:
+    """``cell(region, rule, targets)`` (a Dataset) over every granularity, rule and target set; one target per
+    allocation is computed once per target set (the rules differ only between regions)."""
+    memo: dict = {}
+
+    def one(gran, rule, tname):
+        k = (gran, rule if gran is not None else "", tname)
+        if k not in memo:
+            memo[k] = cell(gran, rule, tname)
+        return memo[k]
+
+    return xr.concat([xr.concat([xr.concat([one(g, r, t) for t in TARGET_SETS], pd.Index(list(TARGET_SETS),
+                                                                                          name="targets"))
+                                 for r in regions.RULES], pd.Index(list(regions.RULES), name="rule"))
+                      for g in regions.GRANULARITIES],
+                     pd.Index([regions.label(g) for g in regions.GRANULARITIES], name="region"))
+
+
+def _capacity(counts: xr.DataArray, snaps: list, per_region: dict[int, dict[str, np.ndarray]]) -> xr.Dataset:
+    """Every (region, rule, targets, threshold) of one run's final snapshot, from its histograms."""
+    def cell(gran, rule, tname):
+        ds = analyze_histograms(counts, snaps, THRESHOLDS, TARGET_SETS[tname], "profile", region=gran, rule=rule,
+                                region_counts=per_region.get(gran))
+        last = ds.isel(snapshot=-1).sel(compressor=COMPRESSOR)
+        return xr.Dataset({
+            "effective_ratio": last.effective_ratio,
+            "metadata_bytes": last.metadata_bytes.sum("allocation"),
+            "device_bytes": last.device_bytes.sum("allocation"),
+            "buddy_bytes": last.buddy_bytes_used.sum("allocation"),
+            "overflow": (last.overflow * last.entries).sum("allocation") / last.entries.sum(),
+            "buddy_access_fraction": last.buddy_access_fraction,
+        }).reset_coords(drop=True)
+
+    out = _grid(cell)
+    last = analyze_histograms(counts, snaps, THRESHOLDS).isel(snapshot=-1).sel(compressor=COMPRESSOR)
+    return out.assign(ideal_ratio=last.ideal_ratio_total.reset_coords(drop=True),
+                      footprint=float(last.allocation_bytes.sum()))
+
+
+def _from_run(path, sizes: Sequence[int]) -> xr.Dataset:
+    snaps = snapshot.load(path)
+    counts = sector_histograms(snaps, [COMPRESSOR], progress=False).sel(weighting="entries", drop=True)
+    finest = min(sizes)
+    base = region_histograms(snaps, [COMPRESSOR], finest, progress=False)
+    per_region = {g: {n: regions.coarsen(h[:, :, :, 0], g // finest) for n, h in base.items()} for g in sizes}
+    return _capacity(counts, snaps, per_region)
+
+
+def _from_summary(summary: dict) -> xr.Dataset:
+    counts, snaps = summaries.histograms(summary)
+    per_region = {g: summaries.region_counts(summary, g) for g in regions.GRANULARITIES if g is not None}
+    return _capacity(counts.sel(compressor=[COMPRESSOR]), snaps, per_region)
+
+
+def _slowdowns(path) -> xr.Dataset:
+    """Slowdown of the run's last snapshot per (region, rule, targets, threshold, bandwidth credit)."""
+    ws = Workset.load(path, COMPRESSOR)
+
+    def cell(gran, rule, tname):
+        ds = sweep(ws, thresholds=THRESHOLDS, bandwidth_credit=(False, True), region=gran, rule=rule,
+                   targets=TARGET_SETS[tname])
+        s = ds.slowdown.isel(gpu=0, link=0, latency_scale=0, metadata_cache_bytes=0, outstanding=0)
+        return s.reset_coords(drop=True).to_dataset()
+
+    return _grid(cell)
+
+
+def measure(scale: str = "quick", seed: int = 0, data_dir: str | None = None, progress: bool = False,
+            names: Sequence[str] | None = None) -> xr.Dataset:
+    """The study: per workload (the HPC proxies, the paper's six networks) and size (``scale``'s runs; the
+    committed summaries at 1 GiB and paper scale, capacity only), per granularity, rule, target set and
+    threshold, the final snapshot's effective ratio and what it costs; the slowdown of ``scale``'s runs.
+    ``names``: some of the workloads only."""
+    suites = {"hpc": workloads.names("hpc"), "dl": list(DL_NETWORKS)}
+    suites = {k: [n for n in v if names is None or n in names] for k, v in suites.items()}
+    sizes = [g for g in regions.GRANULARITIES if g is not None]
+    data = data_folder(scale, seed, data_dir)
+    parts = []
+    todo = [(suite, n) for suite, ns in suites.items() for n in ns]
+    for suite, n in tqdm(todo, desc="granularity", unit="workload", disable=not progress):
+        path = workloads.cached_run(n, scale, seed, data)
+        run = xr.merge([_from_run(path, sizes), _slowdowns(path)]).expand_dims(size=[str(scale)])
+        pieces = [run]
+        kept = summaries.path(n, SUMMARY_SCALES[suite], seed)
+        if scale != "quick" and kept.is_file():
+            pieces.append(_from_summary(summaries.load(kept)).expand_dims(size=[SUMMARY_SCALES[suite]]))
+        ds = xr.concat(pieces, "size", join="outer", data_vars="all") if len(pieces) > 1 else pieces[0]
+        parts.append(ds.expand_dims(workload=[n]).assign_coords(suite=("workload", [suite])))
+    out = xr.concat(parts, "workload", join="outer", data_vars="all")
+    out["gain_kept"] = (out.effective_ratio - 1) / (out.ideal_ratio - 1)
+    units = {"effective_ratio": ("1", "bytes / (device + metadata bytes), final snapshot"),
+             "ideal_ratio": ("1", "bytes / (32 B x sectors): no placement constraint"),
+             "gain_kept": ("1", "share of the ideal's gain kept: (effective - 1) / (ideal - 1)"),
+             "metadata_bytes": ("bytes", "4 bits an entry and the regions' target bits"),
+             "device_bytes": ("bytes", "device memory reserved (without metadata)"),
+             "buddy_bytes": ("bytes", "bytes stored in buddy memory (overflowing sectors)"),
+             "overflow": ("1", "share of entries that overflow"),
+             "buddy_access_fraction": ("1", "share of accesses (of entries) that reach buddy memory"),
+             "footprint": ("bytes", "bytes of the final snapshot"),
+             "slowdown": ("1", f"timing model, {paper.HEADLINE['gpu']} + {paper.HEADLINE['link']}, one iteration "
+                               "over the last snapshot (runs only)")}
+    for v, (u, d) in units.items():
+        out[v].attrs.update(units=u, description=d)
+    out.attrs.update(scale=str(scale), seed=seed, compressor=COMPRESSOR, policy="profile")
+    return out

@@ -1,0 +1,158 @@
+"""Targets per region (:mod:`buddylib.regions`): the hand-checkable case through ``buddy analyze``, the rules'
+promises on random histograms, the committed summaries' per-region histograms, the timing model and the study."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from buddylib import layout, regions, snapshot
+from buddylib.analysis import analyze, region_histograms
+from buddylib.cli import main
+from buddylib.studies import fixtures, granularity, summaries
+from buddylib.timing import model
+
+MiB = 1 << 20
+SIZE = 4 * MiB
+ENTRIES = SIZE // 128
+META = ENTRIES * 4 / 8  # 4 bits an entry: 16,384 bytes
+
+
+@pytest.fixture(scope="module")
+def half(tmp_path_factory):
+    """2 MiB of zeros, then 2 MiB of random bytes."""
+    rng = np.random.default_rng(0)
+    path = tmp_path_factory.mktemp("half") / "half.npy"
+    np.save(path, np.concatenate([np.zeros(SIZE // 2, np.uint8), rng.integers(0, 256, SIZE // 2, dtype=np.uint8)]))
+    return path
+
+
+def _cli(capsys, *args) -> dict:
+    assert main(["analyze", *map(str, args), "--compressor", "bpc32", "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_half_zeros_half_random_by_hand(capsys, half) -> None:
+    one = _cli(capsys, half)["total"]
+    assert one["effective"] == pytest.approx(SIZE / (SIZE + META), rel=1e-12)  # 1x, less the metadata: 0.996
+    # 64 KiB regions, 64 of them, 2 bits each: 16 bytes of targets; the zero half at 4x (32 B an entry), the random
+    # half at 1x: 2,621,440 device bytes
+    meta = META + 64 * 2 / 8
+    for rule in ("traffic", "naive"):
+        got = _cli(capsys, half, "--region", "64KiB", "--rule", rule)
+        assert got["region"] == "64 KiB" and got["total"]["overflow %"] == 0
+        assert got["total"]["effective"] == pytest.approx(SIZE / (ENTRIES // 2 * (32 + 128) + meta), rel=1e-12)
+        assert round(got["total"]["effective"], 3) == 1.590
+    # the full 30% budget: 19 of the 32 random regions (9,728 entries of the 9,830 allowed) parked at 4x too
+    full = _cli(capsys, half, "--region", "64KiB")["total"]
+    assert full["effective"] == pytest.approx(SIZE / (512 * (32 * 32 + 19 * 32 + 13 * 128) + meta), rel=1e-12)
+    assert full["overflow %"] == pytest.approx(100 * 19 * 512 / ENTRIES)
+    # extended targets: 3 bits a region, the zero half at 16x
+    ext = analyze({"half": np.load(half)}, ["bpc32"], region="64KiB", rule="traffic", targets=layout.EXTENDED_TARGETS)
+    assert float(ext.metadata_bytes.sum()) == META + 64 * 3 / 8
+    assert float(ext.effective_ratio.item()) == pytest.approx(SIZE / (ENTRIES // 2 * (8 + 128) + META + 24))
+
+
+@pytest.mark.parametrize("bad", ["3KiB", "2048", "0", "64 furlongs", "-4KiB", True, 6144, 1.5])
+def test_a_bad_region_is_named(bad) -> None:
+    with pytest.raises(ValueError, match="region"):
+        regions.region_bytes(bad)
+
+
+def test_bad_region_on_the_command_line(capsys, half) -> None:
+    assert main(["analyze", str(half), "--region", "3KiB"]) == 2
+    assert "region '3KiB'" in capsys.readouterr().err
+
+
+@st.composite
+def _group(draw):
+    """Histograms of a few regions over a few snapshots: (snapshot, region, 5), regions of 32 entries or fewer."""
+    n_snap, n_reg = draw(st.integers(1, 3)), draw(st.integers(1, 12))
+    rows = draw(st.lists(st.lists(st.integers(0, 32), min_size=5, max_size=5), min_size=n_snap * n_reg,
+                         max_size=n_snap * n_reg))
+    return np.array(rows, dtype=float).reshape(n_snap, n_reg, 5)
+
+
+@given(_group(), st.sampled_from([0.0, 0.1, 0.3, 0.5]), st.booleans())
+@settings(max_examples=150, deadline=None)
+def test_the_rules_keep_their_promises(h, t, extended) -> None:
+    targets = np.asarray(layout.EXTENDED_TARGETS if extended else layout.TARGETS)
+    entries = h.sum(-1)  # (S, R)
+    dev_of = lambda k: (entries.max(0) * layout.device_share_bytes(targets[k])).sum()  # noqa: E731
+    over_of = lambda k: layout.overflow_entries(h, targets[k][None, :]).sum(1)  # noqa: E731  (S,)
+    k_all = int(np.searchsorted(targets, layout.choose_target(h.sum(1), t, targets)))
+    alloc_over = over_of(np.full(h.shape[1], k_all))
+    for rule in regions.RULES:
+        k = regions.place(h, [t], targets, rule)[:, 0]
+        over = over_of(k)
+        if rule == "naive":  # every region alone within the threshold, in every snapshot
+            frac = layout.overflow_fraction(h, targets[k][None, :])
+            assert (frac <= t + 1e-9).all()
+            continue
+        # the allocation's budget holds in every snapshot
+        assert (over <= t * entries.sum(1) + 1e-9).all()
+        # never more device bytes than one target for the allocation
+        assert dev_of(k) <= dev_of(np.full(h.shape[1], k_all)) + 1e-6
+        if rule == "traffic":  # no more overflow than that one target's worst snapshot allowed
+            worst = (alloc_over / np.maximum(entries.sum(1), 1)).max()
+            assert (over <= worst * entries.sum(1) + 1e-9).all()
+
+
+def test_summary_regions_round_trip_and_analyse_as_the_run(tmp_path) -> None:
+    """A summary's 4 KiB histograms rebuild every coarser granularity, and analyse as the run itself."""
+    snaps = snapshot.load(fixtures.FOLDER / "lulesh-quick-s0.nc")
+    summary = {"format": summaries.FORMAT, "workload": "lulesh", "scale": "quick", "seed": 0, "compressors": ["bpc32"],
+               "snapshots": [{"step": s.step, "time": s.time, "allocations": [
+                   {"name": a.name, "kind": a.kind, "dtype": a.dtype, "shape": list(a.shape), "nbytes": a.nbytes,
+                    "sectors": {"bpc32": layout.sector_histogram(a.sectors["bpc32"]).tolist()}}
+                   for a in s.allocations]} for s in snaps],
+               "regions": summaries.encode_regions([[a.sectors["bpc32"] for a in s.allocations] for s in snaps],
+                                                   "bpc32")}
+    path = tmp_path / "lulesh.json"
+    path.write_text(json.dumps(summary))
+    back = summaries.load(path)
+    for region in ("4KiB", "64KiB", "1MiB"):
+        direct = region_histograms(snaps, ["bpc32"], regions.region_bytes(region), progress=False)
+        kept = summaries.region_counts(back, region)
+        assert all(np.array_equal(kept[n][:, :, 0], direct[n][:, :, 0, 0]) for n in direct)
+        for rule in regions.RULES:
+            a = summaries.analyze(back, ["bpc32"], [0.1, 0.3], region=region, rule=rule)
+            b = analyze(snaps, ["bpc32"], [0.1, 0.3], region=region, rule=rule)
+            assert a.effective_ratio.equals(b.effective_ratio) and a.overflow.equals(b.overflow)
+    # a damaged block is refused, naming the file
+    summary["regions"]["data"] = summary["regions"]["data"][:-40]
+    path.write_text(json.dumps(summary))
+    with pytest.raises(ValueError, match=r"lulesh\.json"):
+        summaries.load(path)
+    summary.pop("regions")
+    with pytest.raises(ValueError, match="keeps no histograms per region"):
+        summaries.analyze(summary, ["bpc32"], region="64KiB")
+
+
+def test_timing_with_one_target_per_region_is_the_allocation_timing() -> None:
+    ws = model.Workset.load(fixtures.FOLDER / "squeezenet-quick-s0.nc")
+    per_alloc = model.targets_for(ws, [0.3])[0]
+    size = regions.region_bytes("64KiB")
+    same = {n: np.full(-(-a.n_entries // (size // 128)), per_alloc.get(n, 1.0)) for n, a in
+            ((a.name, a) for a in ws.last.allocations)}
+    a, b = model.traffic(ws, per_alloc), model.traffic(ws, same, size)
+    for k in ("device_bytes", "link_bytes"):
+        np.testing.assert_allclose(a[k], b[k], rtol=1e-12)
+    # the budget rule at 4 KiB spends the budget: more link traffic than one target an allocation
+    finer = model.sweep(ws, region="4KiB", rule="budget")
+    assert float(finer.link_traffic_fraction.item()) > float(model.sweep(ws).link_traffic_fraction.item())
+
+
+def test_the_committed_granularity_study_is_what_the_code_measures() -> None:
+    fresh = granularity.measure("quick", names=["ostencil", "squeezenet"])
+    report = granularity.check_committed("quick", fresh=fresh)
+    assert report.ok.all(), report
+    ds = granularity.study("quick")
+    assert ds.attrs["code_current"] == 1
+    # one target per allocation is the paper's layout: the rules do not differ there
+    alloc = ds.effective_ratio.sel(region="allocation")
+    assert (alloc.sel(rule="budget") == alloc.sel(rule="naive")).all()
