@@ -31,7 +31,7 @@ PACKAGE = Path(__file__).resolve().parent
 #: Source the bytes and sectors of a saved workload run depend on.
 RUN_SOURCES = ("workloads", "compressors", "entries.py", "snapshot.py")
 #: ... and what analysing a run (placement, timing) adds.
-ANALYSIS_SOURCES = (*RUN_SOURCES, "analysis.py", "layout.py", "timing", "studies/analyses.py")
+ANALYSIS_SOURCES = (*RUN_SOURCES, "analysis.py", "layout.py", "regions.py", "timing", "studies/analyses.py")
 #: What analysing a run adds to the code that made it (:data:`ANALYSIS_SOURCES` without the runs' sources).
 ANALYSIS_ONLY = tuple(p for p in ANALYSIS_SOURCES if p not in RUN_SOURCES)
 #: What every workload's run depends on besides its own modules and the compressors it records

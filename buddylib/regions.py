@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from buddylib import layout
-from buddylib.entries import ENTRY_BYTES, SECTORS_PER_ENTRY
+from buddylib.entries import ENTRY_BYTES, SECTOR_BYTES, SECTORS_PER_ENTRY
 
 KiB = 1 << 10
 #: The smallest region: a CPU page, 32 entries.
@@ -108,6 +108,18 @@ def histograms(sectors: np.ndarray, region: int, weights: np.ndarray | None = No
 # ---------------------------------------------------------------------------------------
 
 
+def _overflow_table(h: np.ndarray, targets: np.ndarray, weight: np.ndarray | None = None) -> np.ndarray:
+    """``h[..., 5]``'s entries (or, with ``weight`` per sector count, their weighted sum) that overflow at each
+    target: ``(..., K)``, from running sums over the sector counts (as :func:`buddylib.layout.overflow_entries`
+    decides it, without a mask per target)."""
+    mask = layout.overflows(targets)  # (K, 5); an overflowing count's larger ones overflow too
+    first = np.where(mask.any(-1), mask.argmax(-1), SECTORS_PER_ENTRY + 1)
+    x = h if weight is None else h * weight
+    ge = np.cumsum(x[..., ::-1], axis=-1)[..., ::-1]  # entries taking j sectors or more
+    ge = np.concatenate([ge, np.zeros((*ge.shape[:-1], 1))], axis=-1)
+    return ge[..., first]
+
+
 def _choose(h: np.ndarray, threshold: float, targets: np.ndarray) -> np.ndarray:
     """:func:`buddylib.layout.choose_target` as an index into ``targets`` (sorted, ``targets[0] == 1``), for
     ``h[..., snapshot, 5]``, without its checks: it runs per allocation and threshold."""
@@ -175,7 +187,7 @@ def place(hist: np.ndarray, thresholds: np.ndarray, targets: np.ndarray, rule: s
         return out
     whole = h.sum(1)  # (S, 5): the group as one allocation
     entries = whole.sum(-1)  # (S,)
-    over = layout.overflow_entries(h[:, :, None, :], targets)  # (S, R, K)
+    over = _overflow_table(h, targets)  # (S, R, K)
     size = h.sum(-1).max(0)  # (R,) entries a region holds (its largest snapshot)
     dev = size[:, None] * layout.device_share_bytes(targets)[None, :]  # (R, K)
     cost = over.sum(0)  # (R, K)
@@ -263,13 +275,21 @@ def placement(hists: Mapping[str, np.ndarray], weighted: Mapping[str, np.ndarray
     n_snap = next(iter(hists.values())).shape[0] if hists else 0
     out = {k: np.zeros((n_snap, len(names), len(thresholds)))
            for k in ("device_bytes", "overflow_entries", "overflow_accesses", "buddy_bytes_used")}
+    targets_arr = np.union1d(layout.check_targets(targets), [1.0])
+    share = layout.device_share_bytes(targets_arr)
+    sector_bytes = SECTOR_BYTES * layout.SECTOR_VALUES.astype(float)
     for ai, n in enumerate(names):
-        h, w, r = hists[n].astype(float), weighted[n].astype(float), chosen[n]  # r: (S, R, T)
-        entries = h.sum(-1)[..., None]  # (S, R, 1)
-        out["device_bytes"][:, ai] = (entries * layout.device_share_bytes(r)).sum(1)
-        out["overflow_entries"][:, ai] = layout.overflow_entries(h[:, :, None, :], r).sum(1)
-        out["overflow_accesses"][:, ai] = layout.overflow_entries(w[:, :, None, :], r).sum(1)
-        out["buddy_bytes_used"][:, ai] = layout.overflow_bytes(h[:, :, None, :], r).sum(1)
+        h, w = hists[n].astype(float), weighted[n].astype(float)
+        k = np.searchsorted(targets_arr, chosen[n])  # (S, R, T): each region's target, as an index
+
+        def pick(table: np.ndarray) -> np.ndarray:
+            return np.take_along_axis(table, k, axis=2).sum(1)  # (S, T)
+
+        over = _overflow_table(h, targets_arr)
+        out["device_bytes"][:, ai] = pick(h.sum(-1)[..., None] * share)
+        out["overflow_entries"][:, ai] = pick(over)
+        out["overflow_accesses"][:, ai] = pick(_overflow_table(w, targets_arr))
+        out["buddy_bytes_used"][:, ai] = pick(_overflow_table(h, targets_arr, sector_bytes) - over * share)
     return out
 
 

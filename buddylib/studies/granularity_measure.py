@@ -32,7 +32,7 @@ TARGET_SETS = {"paper": layout.TARGETS, "extended": layout.EXTENDED_TARGETS}
 DL_NETWORKS = ("alexnet", "vgg16", "resnet50", "squeezenet", "inception", "biglstm")
 #: The committed scale of each suite's summaries, analysed beside the runs (capacity only: no per-entry sectors).
 SUMMARY_SCALES = {"hpc": "large", "dl": "paper"}
-SOURCES = ("studies/granularity_measure.py", "regions.py", "studies/summaries.py", *ANALYSIS_ONLY)
+SOURCES = ("studies/granularity_measure.py", "studies/summaries.py", *ANALYSIS_ONLY)
 
 
 def key() -> str:
