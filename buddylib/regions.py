@@ -282,14 +282,12 @@ def placement(hists: Mapping[str, np.ndarray], weighted: Mapping[str, np.ndarray
         h, w = hists[n].astype(float), weighted[n].astype(float)
         k = np.searchsorted(targets_arr, chosen[n])  # (S, R, T): each region's target, as an index
 
-        def pick(table: np.ndarray) -> np.ndarray:
-            return np.take_along_axis(table, k, axis=2).sum(1)  # (S, T)
-
         over = _overflow_table(h, targets_arr)
-        out["device_bytes"][:, ai] = pick(h.sum(-1)[..., None] * share)
-        out["overflow_entries"][:, ai] = pick(over)
-        out["overflow_accesses"][:, ai] = pick(_overflow_table(w, targets_arr))
-        out["buddy_bytes_used"][:, ai] = pick(_overflow_table(h, targets_arr, sector_bytes) - over * share)
+        tables = {"device_bytes": h.sum(-1)[..., None] * share, "overflow_entries": over,
+                  "overflow_accesses": _overflow_table(w, targets_arr),
+                  "buddy_bytes_used": _overflow_table(h, targets_arr, sector_bytes) - over * share}
+        for name, table in tables.items():  # (S, R, K) at each region's target, summed: (S, T)
+            out[name][:, ai] = np.take_along_axis(table, k, axis=2).sum(1)
     return out
 
 

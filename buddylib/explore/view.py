@@ -158,9 +158,9 @@ def svg(fig: Figure) -> bytes:
 
 class Explorer:
     """ipywidgets controls (``controls``: workload, snapshot, compressor, threshold, policy, gpu, link, region
-    (target granularity), rule, accounting) that set a :class:`~buddylib.explore.model.Model` (``model``), an image of :func:`draw`'s figure
-    and an HTML line of its numbers. Display it with ``explorer.ui``. ``numbers``, ``timings`` (with the
-    drawing's seconds), ``computed``, ``source``, ``view`` and ``slowdown`` are the model's."""
+    (target granularity), rule, accounting) that set a :class:`~buddylib.explore.model.Model` (``model``), an
+    image of :func:`draw`'s figure and an HTML line of its numbers. Display it with ``explorer.ui``. ``numbers``,
+    ``timings`` (with the drawing's seconds), ``computed``, ``source``, ``view`` and ``slowdown`` are the model's."""
 
     def __init__(self, workload: str = "md", scale: str | float = "quick", seed: int = 0,
                  data_dir: str | Path | None = None, snapshot: int = -1, compressor: str = "bpc32",
