@@ -89,6 +89,35 @@ def _from_run(path, sizes: Sequence[int]) -> xr.Dataset:
     return _capacity(counts, snaps, per_region)
 
 
+def _from_snapshots(snaps: list) -> xr.Dataset:
+    """:func:`_from_run` of snapshots in memory (notebook 10's tensor kinds, capacity only)."""
+    counts = sector_histograms(snaps, [COMPRESSOR], progress=False).sel(weighting="entries", drop=True)
+    finest = min(g for g in regions.GRANULARITIES if g is not None)
+    base = region_histograms(snaps, [COMPRESSOR], finest, progress=False)
+    per_region = {g: {n: regions.coarsen(h[:, :, :, 0], g // finest) for n, h in base.items()}
+                  for g in regions.GRANULARITIES if g is not None}
+    out = _capacity(counts, snaps, per_region)
+    nan = xr.full_like(out.effective_ratio, np.nan)
+    return out.assign(slowdown=xr.concat([nan, nan], pd.Index([False, True], name="bandwidth_credit")))
+
+
+def _llm_kinds(scale: str, seed: int) -> list[tuple[str, list]]:
+    """Notebook 10's tensor kinds as snapshots of their allocations alone: (label, snapshots)."""
+    from buddylib.snapshot import Snapshot
+    from buddylib.studies import llm_measure
+
+    made = llm_measure.runs(scale, seed)
+    out = []
+    for label, source, kind in llm_measure.GROUPS:
+        if source == "efficientnet":
+            snaps = [Snapshot("efficientnet", llm_measure.efficientnet_bf16())]
+        else:
+            snaps = [Snapshot(s.workload, [a for a in s.allocations if a.kind == kind], step=s.step, time=s.time)
+                     for s in made[source].snapshots]
+        out.append((label, [s for s in snaps if s.allocations]))
+    return out
+
+
 def _from_summary(summary: dict) -> xr.Dataset:
     counts, snaps = summaries.histograms(summary)
     per_region = {g: summaries.region_counts(summary, g) for g in regions.GRANULARITIES if g is not None}
@@ -110,10 +139,10 @@ def _slowdowns(path) -> xr.Dataset:
 
 def measure(scale: str = "quick", seed: int = 0, data_dir: str | None = None, progress: bool = False,
             names: Sequence[str] | None = None) -> xr.Dataset:
-    """The study: per workload (the HPC proxies, the paper's six networks) and size (``scale``'s runs; the
-    committed summaries at 1 GiB and paper scale, capacity only), per granularity, rule, target set and
-    threshold, the final snapshot's effective ratio and what it costs; the slowdown of ``scale``'s runs.
-    ``names``: some of the workloads only."""
+    """The study: per workload (the HPC proxies, the paper's six networks; notebook 10's LLM tensor kinds,
+    capacity only) and size (``scale``'s runs; the committed summaries at 1 GiB and paper scale, capacity only),
+    per granularity, rule, target set and threshold, the final snapshot's effective ratio and what it costs; the
+    slowdown of ``scale``'s runs. ``names``: some of the HPC and DL workloads only, no LLM kinds."""
     suites = {"hpc": workloads.names("hpc"), "dl": list(DL_NETWORKS)}
     suites = {k: [n for n in v if names is None or n in names] for k, v in suites.items()}
     sizes = [g for g in regions.GRANULARITIES if g is not None]
@@ -129,6 +158,10 @@ def measure(scale: str = "quick", seed: int = 0, data_dir: str | None = None, pr
             pieces.append(_from_summary(summaries.load(kept)).expand_dims(size=[SUMMARY_SCALES[suite]]))
         ds = xr.concat(pieces, "size", join="outer", data_vars="all") if len(pieces) > 1 else pieces[0]
         parts.append(ds.expand_dims(workload=[n]).assign_coords(suite=("workload", [suite])))
+    if names is None:  # notebook 10's kinds of LLM memory, at this scale (capacity only)
+        for label, snaps in tqdm(_llm_kinds(scale, seed), desc="LLM kinds", unit="kind", disable=not progress):
+            ds = _from_snapshots(snaps).expand_dims(size=[str(scale)])
+            parts.append(ds.expand_dims(workload=[label]).assign_coords(suite=("workload", ["llm"])))
     out = xr.concat(parts, "workload", join="outer", data_vars="all")
     out["gain_kept"] = (out.effective_ratio - 1) / (out.ideal_ratio - 1)
     units = {"effective_ratio": ("1", "bytes / (device + metadata bytes), final snapshot"),
