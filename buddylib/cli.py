@@ -165,7 +165,7 @@ def _analyze(args: argparse.Namespace) -> int:
             client.close()
     table = analysis.allocation_table(ds, compressor=args.compressor[0], threshold=args.threshold)
     total = analysis.total_row(ds, compressor=args.compressor[0], threshold=args.threshold)
-    timing = _run_timing(Path(args.paths[0]), args.compressor[0], args.threshold) if run is not None else {}
+    timing = _run_timing(Path(args.paths[0]), args.compressor[0], args.threshold, args) if run is not None else {}
     if args.json:
         print(json.dumps({"compressor": args.compressor[0], "threshold": args.threshold, "policy": args.policy,
                           "region": regions.label(region), **({"rule": args.rule} if region else {}),
@@ -284,7 +284,7 @@ def _check_out(out: Path, inputs: list[Path]) -> None:
                          "another name")
 
 
-def _run_timing(path: Path, compressor: str, threshold: float) -> dict:
+def _run_timing(path: Path, compressor: str, threshold: float, args: argparse.Namespace) -> dict:
     """For a saved run with an access profile beside it: the timing model's slowdown of one step at the paper's
     headline GPU and link, and, for a recording of a user's model (:mod:`buddylib.userdata.capture`), what it could not
     see and the CUDA allocator's bytes."""
@@ -302,7 +302,8 @@ def _run_timing(path: Path, compressor: str, threshold: float) -> dict:
     if meta.get("kernels"):
         ws = tm.Workset.load(path, compressor)
         out = {"gpu": paper.HEADLINE["gpu"], "link": paper.HEADLINE["link"],
-               "slowdown": tm.slowdown(ws, threshold=threshold, bandwidth_credit=False)["slowdown"]}
+               "slowdown": tm.slowdown(ws, threshold=threshold, bandwidth_credit=False, region=args.region,
+                                       rule=args.rule, targets=args.targets, policy=args.policy)["slowdown"]}
     rec = meta.get("recorded")
     if rec:
         notes = [f"recorded from a {rec['mode']} loop on {rec['device']} over {rec['steps']} steps"]

@@ -156,3 +156,11 @@ def test_the_committed_granularity_study_is_what_the_code_measures() -> None:
     # one target per allocation is the paper's layout: the rules do not differ there
     alloc = ds.effective_ratio.sel(region="allocation")
     assert (alloc.sel(rule="budget") == alloc.sel(rule="naive")).all()
+
+
+def test_a_saved_run_through_buddy_analyze_times_its_region_targets(capsys) -> None:
+    run = fixtures.FOLDER / "squeezenet-quick-s0.nc"
+    got = _cli(capsys, run, "--region", "64KiB", "--rule", "traffic")
+    ws = model.Workset.load(run)
+    want = model.slowdown(ws, bandwidth_credit=False, region="64KiB", rule="traffic")["slowdown"]
+    assert got["slowdown"] == pytest.approx(want, rel=1e-12) and got["rule"] == "traffic"

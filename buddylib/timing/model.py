@@ -335,10 +335,11 @@ def um_slowdown(ws: Workset, capacity_ratio: float, g: GPU, lk: Link, params: Pa
 def slowdown(ws: Workset, gpu_name: str = paper.HEADLINE["gpu"], link_name: str = paper.HEADLINE["link"],
              threshold: float = layout.DEFAULT_THRESHOLD,
              params: Params | None = None, bandwidth_credit: bool = True, region: int | str | None = None,
-             rule: str = "budget", targets: Sequence[float] = layout.TARGETS) -> dict[str, float]:
+             rule: str = "budget", targets: Sequence[float] = layout.TARGETS,
+             policy: str = "profile") -> dict[str, float]:
     """One configuration: slowdown and the traffic behind it, summed over an iteration."""
     ds = sweep(ws, gpus=[gpu_name], links=[link_name], thresholds=[threshold], params=params,
-               bandwidth_credit=[bandwidth_credit], region=region, rule=rule, targets=targets)
+               bandwidth_credit=[bandwidth_credit], region=region, rule=rule, targets=targets, policy=policy)
     return {k: float(v.item()) for k, v in ds.data_vars.items() if v.size == 1}
 
 
