@@ -586,11 +586,30 @@ def _llm_parser(sub: argparse._SubParsersAction) -> None:
                                    "remakes it and compares (checkpoints bit for bit, float computation within a "
                                    "stated tolerance).")
     p.add_argument("--scale", default="quick", help="quick (default), default, large or a footprint in MiB")
+    _committed_study_arguments(p)
+    p.set_defaults(func=_llm)
+
+
+def _committed_study_arguments(p: argparse.ArgumentParser) -> None:
+    """--seed, and --write or --check: the options of a study committed per scale (notebooks 10 and 11)."""
     p.add_argument("--seed", type=int, default=0)
     how = p.add_mutually_exclusive_group()
     how.add_argument("--write", action="store_true", help="commit the study of this scale and seed")
     how.add_argument("--check", action="store_true", help="compare a fresh study with the committed one")
-    p.set_defaults(func=_llm)
+
+
+def _write_or_check(module, args: argparse.Namespace, exact: str = "") -> int | None:
+    """A committed study's --check (exit 1 where a number moved beyond its tolerance) or --write; None for
+    neither."""
+    if args.check:
+        report = module.check_committed(args.scale, args.seed)
+        print(report.to_string())
+        print(f"{int(report.ok.sum())} of {len(report)} within the tolerance ({module.TOLERANCE:g} relative{exact})")
+        return 0 if report.ok.all() else 1
+    if args.write:
+        print(f"wrote {module.write_committed(args.scale, args.seed)}")
+        return 0
+    return None
 
 
 def _llm(args: argparse.Namespace) -> int:
@@ -598,15 +617,9 @@ def _llm(args: argparse.Namespace) -> int:
 
     from buddylib.studies import llm
 
-    if args.check:
-        report = llm.check_committed(args.scale, args.seed)
-        print(report.to_string())
-        print(f"{int(report.ok.sum())} of {len(report)} within the tolerance ({llm.TOLERANCE:g} relative; exact where "
-              "marked)")
-        return 0 if report.ok.all() else 1
-    if args.write:
-        print(f"wrote {llm.write_committed(args.scale, args.seed)}")
-        return 0
+    done = _write_or_check(llm, args, "; exact where marked")
+    if done is not None:
+        return done
     ds = llm.study(args.scale, args.seed, progress=True)
     with pd.option_context("display.width", 200, "display.precision", 3, "display.max_columns", 20):
         print(llm.ratio_table(ds))
@@ -622,10 +635,7 @@ def _granularity_parser(sub: argparse._SubParsersAction) -> None:
                                    "11 reads (data/summaries/granularity: quick for nbval, default for make "
                                    "reproduce), --check remakes it and compares.")
     p.add_argument("--scale", default="quick", choices=("quick", "default"), help="quick (default) or default")
-    p.add_argument("--seed", type=int, default=0)
-    how = p.add_mutually_exclusive_group()
-    how.add_argument("--write", action="store_true", help="commit the study of this scale and seed")
-    how.add_argument("--check", action="store_true", help="compare a fresh study with the committed one")
+    _committed_study_arguments(p)
     p.set_defaults(func=_granularity)
 
 
@@ -634,18 +644,13 @@ def _granularity(args: argparse.Namespace) -> int:
 
     from buddylib.studies import granularity
 
-    if args.check:
-        report = granularity.check_committed(args.scale, args.seed)
-        print(report.to_string())
-        print(f"{int(report.ok.sum())} of {len(report)} within the tolerance ({granularity.TOLERANCE:g} relative)")
-        return 0 if report.ok.all() else 1
-    if args.write:
-        print(f"wrote {granularity.write_committed(args.scale, args.seed)}")
-        return 0
+    done = _write_or_check(granularity, args)
+    if done is not None:
+        return done
     ds = granularity.study(args.scale, args.seed)
     with pd.option_context("display.width", 250, "display.precision", 3, "display.max_columns", 40):
         for size in ds["size"].values:
-            for suite in ("hpc", "dl"):
+            for suite in ("hpc", "dl", "llm"):
                 t = granularity.table(ds, str(size), suite)
                 if len(t):
                     print(f"\n{suite.upper()} at {size}, threshold 0.3 (mean of the workloads)\n{t}")
