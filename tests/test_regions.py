@@ -112,8 +112,9 @@ def test_summary_regions_round_trip_and_analyse_as_the_run(tmp_path) -> None:
                    for a in s.allocations]} for s in snaps],
                "regions": summaries.encode_regions([[a.sectors["bpc32"] for a in s.allocations] for s in snaps],
                                                    "bpc32")}
-    path = tmp_path / "lulesh.json"
-    path.write_text(json.dumps(summary))
+    path = summaries.write(summary, tmp_path)
+    side = path.with_name("lulesh-quick-s0.regions.zst")
+    assert side.is_file() and "data" not in json.loads(path.read_text())["regions"]
     back = summaries.load(path)
     for region in ("4KiB", "64KiB", "1MiB"):
         direct = region_histograms(snaps, ["bpc32"], regions.region_bytes(region), progress=False)
@@ -123,10 +124,12 @@ def test_summary_regions_round_trip_and_analyse_as_the_run(tmp_path) -> None:
             a = summaries.analyze(back, ["bpc32"], [0.1, 0.3], region=region, rule=rule)
             b = analyze(snaps, ["bpc32"], [0.1, 0.3], region=region, rule=rule)
             assert a.effective_ratio.equals(b.effective_ratio) and a.overflow.equals(b.overflow)
-    # a damaged block is refused, naming the file
-    summary["regions"]["data"] = summary["regions"]["data"][:-40]
-    path.write_text(json.dumps(summary))
-    with pytest.raises(ValueError, match=r"lulesh\.json"):
+    # a damaged or missing file of them is refused, naming the summary
+    side.write_bytes(side.read_bytes()[:-40])
+    with pytest.raises(ValueError, match=r"lulesh-quick-s0\.json.*SHA-256"):
+        summaries.load(path)
+    side.unlink()
+    with pytest.raises(ValueError, match=r"lulesh-quick-s0\.json.*cannot be read"):
         summaries.load(path)
     summary.pop("regions")
     with pytest.raises(ValueError, match="keeps no histograms per region"):

@@ -80,23 +80,19 @@ def _capacity(counts: xr.DataArray, snaps: list, per_region: dict[int, dict[str,
                       footprint=float(last.allocation_bytes.sum()))
 
 
-def _from_run(path, sizes: Sequence[int]) -> xr.Dataset:
-    snaps = snapshot.load(path)
+def _from_snapshots(snaps: list) -> xr.Dataset:
+    """Every granularity's capacity of a run's snapshots: the 4 KiB regions' histograms, added for the coarser."""
     counts = sector_histograms(snaps, [COMPRESSOR], progress=False).sel(weighting="entries", drop=True)
+    sizes = [g for g in regions.GRANULARITIES if g is not None]
     finest = min(sizes)
     base = region_histograms(snaps, [COMPRESSOR], finest, progress=False)
     per_region = {g: {n: regions.coarsen(h[:, :, :, 0], g // finest) for n, h in base.items()} for g in sizes}
     return _capacity(counts, snaps, per_region)
 
 
-def _from_snapshots(snaps: list) -> xr.Dataset:
-    """:func:`_from_run` of snapshots in memory (notebook 10's tensor kinds, capacity only)."""
-    counts = sector_histograms(snaps, [COMPRESSOR], progress=False).sel(weighting="entries", drop=True)
-    finest = min(g for g in regions.GRANULARITIES if g is not None)
-    base = region_histograms(snaps, [COMPRESSOR], finest, progress=False)
-    per_region = {g: {n: regions.coarsen(h[:, :, :, 0], g // finest) for n, h in base.items()}
-                  for g in regions.GRANULARITIES if g is not None}
-    out = _capacity(counts, snaps, per_region)
+def _capacity_only(snaps: list) -> xr.Dataset:
+    """:func:`_from_snapshots` with the slowdown NaN (notebook 10's tensor kinds: no access profile)."""
+    out = _from_snapshots(snaps)
     nan = xr.full_like(out.effective_ratio, np.nan)
     return out.assign(slowdown=xr.concat([nan, nan], pd.Index([False, True], name="bandwidth_credit")))
 
@@ -145,13 +141,12 @@ def measure(scale: str = "quick", seed: int = 0, data_dir: str | None = None, pr
     slowdown of ``scale``'s runs. ``names``: some of the HPC and DL workloads only, no LLM kinds."""
     suites = {"hpc": workloads.names("hpc"), "dl": list(DL_NETWORKS)}
     suites = {k: [n for n in v if names is None or n in names] for k, v in suites.items()}
-    sizes = [g for g in regions.GRANULARITIES if g is not None]
     data = data_folder(scale, seed, data_dir)
     parts = []
     todo = [(suite, n) for suite, ns in suites.items() for n in ns]
     for suite, n in tqdm(todo, desc="granularity", unit="workload", disable=not progress):
         path = workloads.cached_run(n, scale, seed, data)
-        run = xr.merge([_from_run(path, sizes), _slowdowns(path)]).expand_dims(size=[str(scale)])
+        run = xr.merge([_from_snapshots(snapshot.load(path)), _slowdowns(path)]).expand_dims(size=[str(scale)])
         pieces = [run]
         kept = summaries.path(n, SUMMARY_SCALES[suite], seed)
         if scale != "quick" and kept.is_file():
@@ -160,7 +155,7 @@ def measure(scale: str = "quick", seed: int = 0, data_dir: str | None = None, pr
         parts.append(ds.expand_dims(workload=[n]).assign_coords(suite=("workload", [suite])))
     if names is None:  # notebook 10's kinds of LLM memory, at this scale (capacity only)
         for label, snaps in tqdm(_llm_kinds(scale, seed), desc="LLM kinds", unit="kind", disable=not progress):
-            ds = _from_snapshots(snaps).expand_dims(size=[str(scale)])
+            ds = _capacity_only(snaps).expand_dims(size=[str(scale)])
             parts.append(ds.expand_dims(workload=[label]).assign_coords(suite=("workload", ["llm"])))
     out = xr.concat(parts, "workload", join="outer", data_vars="all")
     out["gain_kept"] = (out.effective_ratio - 1) / (out.ideal_ratio - 1)

@@ -11,7 +11,8 @@ need of them is small, so it is committed in ``data/summaries`` and read as it i
   and bytes (:func:`buddylib.analysis.analyze_histograms` derives every capacity result from them, the same
   numbers to the bit), the run's byte digest (:attr:`~buddylib.workloads.base.Run.digest`) and access profile;
   and, for the first compressor (BPC-32), the same per aligned 4 KiB region, so targets per region are analysed
-  at any granularity from 4 KiB up without re-running (``regions``: zstd-compressed counts, base64);
+  at any granularity from 4 KiB up without re-running (zstd-compressed counts in ``NAME.regions.zst`` beside the
+  summary, which records its SHA-256);
 - a study's **result** (``<name>-<scale>-s<seed>.<study>.json``: ``maturity``, ``adam``, ``caffe``): the small
   Dataset the study returns.
 
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import hashlib
 import json
 import os
 import resource
@@ -94,6 +96,8 @@ STUDY_TOLERANCE = 0.30
 #: coarser region adds them), of its first compressor only (BPC-32: the headline's; every compressor would
 #: make the gigabyte summaries megabytes each).
 REGION_BYTES = regions.MIN_REGION_BYTES
+#: The end of the name of the file beside a summary that holds its per-region histograms.
+REGIONS_SUFFIX = ".regions.zst"
 
 
 def scale_name(scale: str | float) -> str:
@@ -155,13 +159,13 @@ def summarize_run(run: workloads.Run) -> dict[str, Any]:
 
 def encode_regions(sectors: Sequence[Sequence[np.ndarray]], compressor: str) -> dict[str, Any]:
     """Per snapshot and allocation (in order), the entries taking 0..3 sectors in each 4 KiB region (4 takes
-    the rest), uint8, bin-major per allocation, zstd-19 and base64: small, and the same bytes for the same
-    run."""
+    the rest), uint8, bin-major per allocation, zstd-19: small, and the same bytes for the same run (base64 in
+    memory; :func:`write` puts the bytes in a file beside the summary)."""
     parts = [regions.histograms(x, REGION_BYTES)[:, :4].T.astype(np.uint8).reshape(-1)
              for snap in sectors for x in snap]
     raw = np.concatenate(parts).tobytes() if parts else b""
     return {"compressor": compressor, "region_bytes": REGION_BYTES,
-            "encoding": "zstd-19 base64 uint8 [bin 0..3, region]",
+            "encoding": "zstd-19 uint8 [bin 0..3, region]",
             "data": base64.b64encode(zstandard.ZstdCompressor(level=19).compress(raw)).decode()}
 
 
@@ -247,6 +251,7 @@ def write(summary: dict[str, Any], folder: str | Path | None = None) -> Path:
     (a study's result: per variable), so a diff shows what changed."""
     target = path(summary["workload"], summary["scale"], summary["seed"], folder, summary.get("study", "run"))
     target.parent.mkdir(parents=True, exist_ok=True)
+    summary = _regions_beside(summary, target)
     lines = ["{"]
     items = list(summary.items())
     for i, (k, v) in enumerate(items):
@@ -276,6 +281,21 @@ def write(summary: dict[str, Any], folder: str | Path | None = None) -> Path:
     return target
 
 
+def _regions_beside(summary: dict[str, Any], target: Path) -> dict[str, Any]:
+    """``summary`` with its per-region histograms written beside ``target`` as raw zstd (``NAME.regions.zst``:
+    binary, a third smaller than base64, each file under 1 MB), the JSON naming the file and its SHA-256."""
+    block = summary.get("regions")
+    if block is None or "data" not in block:
+        return summary
+    raw = base64.b64decode(block["data"])
+    side = target.with_name(target.name.removesuffix(".json") + REGIONS_SUFFIX)
+    tmp = side.with_name(f".{side.name}.tmp")
+    tmp.write_bytes(raw)
+    os.replace(tmp, side)
+    kept = {k: v for k, v in block.items() if k != "data"}
+    return summary | {"regions": kept | {"file": side.name, "sha256": hashlib.sha256(raw).hexdigest()}}
+
+
 # ---------------------------------------------------------------------------------------
 # reading them
 # ---------------------------------------------------------------------------------------
@@ -303,6 +323,7 @@ def load(file: str | Path) -> dict[str, Any]:
                                      f"does not count the {-(-a['nbytes'] // 128)} entries of {a['nbytes']} bytes")
     if "regions" in s:
         try:
+            s["regions"]["data"] = _read_beside(file, s["regions"])
             by_region = region_counts(s, s["regions"]["region_bytes"])
         except (KeyError, TypeError) as e:
             raise ValueError(f"{file}: its regions block lacks {e}") from None
@@ -315,6 +336,19 @@ def load(file: str | Path) -> dict[str, Any]:
                     raise ValueError(f"{file}: step {snap['step']}, allocation {a['name']!r}: its regions' "
                                      f"histograms do not add up to its {kept} histogram")
     return s
+
+
+def _read_beside(file: Path, block: dict[str, Any]) -> str:
+    """The per-region histograms :func:`write` put beside ``file`` (base64, as :func:`encode_regions` made them),
+    checked against the SHA-256 the summary records."""
+    side = file.with_name(Path(str(block["file"])).name)
+    try:
+        raw = side.read_bytes()
+    except OSError as e:
+        raise ValueError(f"its per-region histograms {side.name} cannot be read ({e.strerror or e})") from None
+    if hashlib.sha256(raw).hexdigest() != block["sha256"]:
+        raise ValueError(f"{side.name} is not the file of per-region histograms it records (SHA-256 differs)")
+    return base64.b64encode(raw).decode()
 
 
 def available(scale: str | float, names: Sequence[str] | None = None, seed: int = SEED,
