@@ -113,3 +113,36 @@ def test_snapshots_hold_the_lists_and_lattice_start() -> None:
     # forces on the perfect lattice are rounding noise around zero, regular; in the liquid, full doubles
     assert mean[0, "force"] < mean[last.step, "force"] == 4
     assert mean[last.step, "neigh_list"] < 2.5 and mean[last.step, "neigh_offsets"] < 1.5  # local integer structure
+
+
+def test_start_is_minimds() -> None:
+    """miniMD's create_atoms: FCC sites in its sub-box order, each atom's velocity from the Park-Miller stream
+    seeded by its lattice id (5 draws skipped before each component); then zero momentum, T = 1.44."""
+    from buddylib.workloads.hpc import md
+
+    state = 1
+    for _ in range(10_000):
+        state, _u = md._park_miller(state)
+    assert state == 1043618065  # Park and Miller's published check value
+    sites = md._minimd_sites(10)
+    assert len(sites) == 4 * 10**3 and np.all(sites.sum(axis=1) % 2 == 0)
+    assert len(np.unique(sites, axis=0)) == len(sites)
+    first = sites[: 4 * 4**3]  # the first 8^3 sub-box of half-lattice sites holds 4^3 unit cells
+    assert first.max() == 7 and sites[0].tolist() == [0, 0, 0] and sites[1].tolist() == [2, 0, 0]
+    vel = np.empty((1, 3))
+    md._minimd_velocities(sites[:1], 10, vel)
+    seq, state = [], 1  # site (0, 0, 0): lattice id 1, the stream from 1
+    for _ in range(18):
+        state, u = md._park_miller(state)
+        seq.append(u)
+    assert vel[0].tolist() == [seq[5], seq[11], seq[17]] and seq[5] == 470211272 / 2147483647
+
+
+def test_rebuild_sorts_the_atoms_by_cell() -> None:
+    w = _system()
+    assert not np.all(np.diff(w.atom_cell) >= 0)  # as created: miniMD's sub-box order
+    e0 = w.energy()
+    w.rebuild()
+    w.compute_forces()
+    assert np.all(np.diff(w.atom_cell) >= 0) and np.array_equal(w.cell_atoms, np.arange(w.n))
+    assert w.energy() == pytest.approx(e0, rel=1e-12)  # a relabelling: the same system

@@ -2,12 +2,16 @@
 
 350.md is a classical molecular-dynamics code: particles interacting through a short-range
 pair potential, advanced by velocity Verlet, with forces summed over neighbour lists. This
-proxy runs the standard Lennard-Jones liquid of the Mantevo miniMD benchmark in reduced
-units (density 0.8442, initial temperature 1.44, cutoff 2.5, skin 0.3, dt 0.005): atoms
-start on an FCC lattice with uniform random velocities (zero total momentum) and melt. Cell
-and neighbour lists are rebuilt every 10 steps (miniMD's 20 lets pairs slip through the skin
-while the lattice melts from T = 1.44; at 10 none do, which the tests check). The GPU port
-holds
+proxy runs the standard Lennard-Jones liquid of the Mantevo miniMD benchmark (``ref/in.lj.miniMD``)
+in reduced units (density 0.8442, initial temperature 1.44, cutoff 2.5, skin 0.3, dt 0.005,
+100 steps), at every size for 100 steps as that input does. The start is miniMD's: the FCC sites
+in the order ``create_atoms`` makes them (sub-boxes of 8^3 half-lattice sites), each atom's velocity
+from its own Park-Miller stream seeded by its lattice id (five draws discarded before each
+component), centre-of-mass motion removed and rescaled to T = 1.44, so the state needs no seed;
+the lattice melts. Cell and neighbour lists are rebuilt every 10 steps (miniMD's 20 lets pairs
+slip through the skin while the lattice melts from T = 1.44; at 10 none do, which the tests
+check), and every rebuild after the first sorts the atoms by cell, as miniMD's ``Atom::sort`` does
+with each of its rebuilds. The GPU port holds
 
 * ``pos``, ``vel``, ``force`` — float64 (N, 3); ``epot`` — float64 per-atom energy (the
   force kernel writes it for the energy reduction);
@@ -18,6 +22,20 @@ holds
   (int32 neighbour ids of every atom within cutoff + skin; its capacity has 20 % headroom
   over the expected count, and the tail past the last offset keeps whatever earlier builds
   left there, as a device buffer does).
+
+Sizes: quick 11^3 unit cells (5,324 atoms), 32 MiB 26^3 (70,304), 128 MiB 41^3 (275,684), 1 GiB
+83^3 (2,287,148), 4 GiB 131^3 (8,992,364); miniMD's input is 32^3 (131,072 atoms). A row of the full list holds
+the atoms of 27 cells in three planes of cells, so the ids one 128-byte entry holds spread over
+about two planes of atoms, a span that grows as N^(2/3): BPC-32 pays a bit plane per doubling of
+it, and the neighbour list, most of md's memory, compresses less as the system grows (notebook 09
+measures it: ``fidelity.md_neighbours``). miniMD's list is built the same way from the same
+ordering, so it does the same.
+
+Which code SPEC's 350.md is: SPEC's description of OMP2012's 350.md (spec.org/omp2012/Docs/350.md.html)
+is IU-MD, Indiana University's molecular dynamics of dense nuclear matter: 27,648 fully ionised carbon
+and oxygen ions with a screened-Coulomb (Yukawa) pair force, read from ``md.in``. SPEC ACCEL reuses the
+name, most likely for the same code. This proxy runs miniMD's Lennard-Jones liquid instead: the same kind
+of arrays (positions, velocities, forces, cell and neighbour lists), a different potential and input.
 
 Compressibility: the lattice start makes ``pos`` highly regular, and the melt destroys it;
 the index arrays are small integers with local structure (neighbour ids near the atom's own
@@ -64,10 +82,47 @@ import numba as nb
 import numpy as np
 
 from buddylib.workloads._registry import register
-from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload
+from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload
 
-#: FCC basis in units of the lattice constant
-_FCC = np.array([[0.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.5, 0.0, 0.5], [0.0, 0.5, 0.5]])
+#: in.lj.miniMD's run: 100 steps at every size
+STEPS = 100
+#: miniMD's create_atoms: the lattice is generated in sub-boxes of 8^3 half-lattice sites
+SUBBOX = 8
+
+
+def _minimd_sites(nc: int) -> np.ndarray:
+    """FCC sites (i, j, k) in half lattice constants, (i + j + k) even, 0 <= i, j, k < 2 nc, in the order
+    miniMD's ``create_atoms`` makes them: sub-boxes of 8^3 sites z-, then y-, then x-major, x fastest inside."""
+    m = 2 * nc
+    k, j, i = np.meshgrid(np.arange(m), np.arange(m), np.arange(m), indexing="ij")
+    i, j, k = i.ravel(), j.ravel(), k.ravel()
+    keep = (i + j + k) % 2 == 0
+    i, j, k = i[keep], j[keep], k[keep]
+    order = np.lexsort((i % SUBBOX, j % SUBBOX, k % SUBBOX, i // SUBBOX, j // SUBBOX, k // SUBBOX))
+    return np.stack([i[order], j[order], k[order]], axis=1).astype(np.float64)
+
+
+@nb.njit(cache=True)
+def _park_miller(state):
+    """miniMD's ``random``: Park-Miller minimal standard (Schrage), state in [1, 2^31 - 2]; (0, 1)."""
+    k = state // 127773
+    state = 16807 * (state - k * 127773) - 2836 * k
+    if state < 0:
+        state += 2147483647
+    return state, state * (1.0 / 2147483647)
+
+
+@nb.njit(cache=True)
+def _minimd_velocities(sites, nc, vel):
+    """Each atom's velocity from the stream seeded by its lattice id k (2n)^2 + j (2n) + i + 1: five draws
+    discarded before each of vx, vy, vz (miniMD's create_atoms); uniform in (0, 1)."""
+    m = 2 * nc
+    for a in range(sites.shape[0]):
+        state = int(sites[a, 2]) * m * m + int(sites[a, 1]) * m + int(sites[a, 0]) + 1
+        for d in range(3):
+            for _ in range(5):
+                state, _r = _park_miller(state)
+            state, vel[a, d] = _park_miller(state)
 
 
 @nb.njit(cache=True)
@@ -256,8 +311,7 @@ class MD(Workload):
         nc = max(6, int((footprint / self._bytes_per_atom() / 4) ** (1 / 3)))
         while nc > 6 and self._estimate(nc) > footprint:
             nc -= 1
-        # the lattice melts within ~40 steps (T 1.44 -> 0.63 -> 0.76); 60 steps: ~10 s at default, idle
-        self.n_steps = 100 if footprint <= QUICK_LIMIT else 60
+        self.n_steps = STEPS
         self.setup_lattice(nc, rng)
 
     def _estimate(self, nc: int) -> int:
@@ -269,15 +323,18 @@ class MD(Workload):
     def _capacity(self, n: int) -> int:
         return math.ceil(self.headroom * n * 4 / 3 * np.pi * (self.rc + self.skin) ** 3 * self.rho)
 
-    def setup_lattice(self, nc: int, rng: np.random.Generator) -> None:
-        """``nc``^3 FCC unit cells (4 nc^3 atoms) at density ``rho``, velocities at ``temperature``."""
+    def setup_lattice(self, nc: int, rng: np.random.Generator | None = None) -> None:
+        """``nc``^3 FCC unit cells (4 nc^3 atoms) at density ``rho``, velocities at ``temperature``: miniMD's
+        ``create_atoms`` and ``create_velocity`` (the atoms in its order, each atom's velocity from its own
+        Park-Miller stream), so the state needs no seed (``rng`` is not used)."""
         n = 4 * nc**3
-        self.box = (n / self.rho) ** (1 / 3)
-        a = self.box / nc
-        cells = np.stack(np.meshgrid(np.arange(nc), np.arange(nc), np.arange(nc), indexing="ij"), -1)[..., ::-1]
-        self.pos = ((cells.reshape(-1, 1, 3) + _FCC[None]) * a).reshape(n, 3)
-        vel = rng.uniform(-0.5, 0.5, (n, 3))
-        vel -= vel.mean(axis=0)
+        alat = (4.0 / self.rho) ** (1.0 / 3.0)  # create_box
+        self.box = nc * alat
+        sites = _minimd_sites(nc)
+        self.pos = 0.5 * alat * sites
+        vel = np.empty((n, 3))
+        _minimd_velocities(sites, nc, vel)
+        vel -= vel.sum(axis=0) / n
         vel *= np.sqrt(self.temperature * 3 * (n - 1) / np.sum(vel**2))
         self.vel = vel
         self.force = np.zeros((n, 3))
@@ -292,16 +349,22 @@ class MD(Workload):
         self.neigh_list = np.zeros(self._capacity(n), np.int32)
         self.eshift = 4.0 * (self.rc**-12 - self.rc**-6)
         self.it = 0
-        self.rebuild()
+        self.rebuild(sort=False)  # miniMD's set-up builds the lists on the atoms as created
         self.compute_forces()
 
     @property
     def n(self) -> int:
         return self.pos.shape[0]
 
-    def rebuild(self) -> None:
-        """Wrap positions, bin atoms into cells, build the neighbour list (count, scan, fill)."""
+    def rebuild(self, sort: bool = True) -> None:
+        """Wrap positions, bin atoms into cells, sort the atoms by cell (miniMD's ``Atom::sort``, which runs
+        with every rebuild after the first), build the neighbour list (count, scan, fill)."""
         _bin(self.pos, self.box, self.nside, self.atom_cell, self.cell_start, self.cell_atoms)
+        if sort:
+            order = self.cell_atoms.copy()
+            self.pos[:] = self.pos[order]
+            self.vel[:] = self.vel[order]
+            _bin(self.pos, self.box, self.nside, self.atom_cell, self.cell_start, self.cell_atoms)
         args = (self.pos, self.box, self.nside, self.atom_cell, self.cell_start, self.cell_atoms,
                 (self.rc + self.skin) ** 2, self.neigh_offsets)
         _neighbours(*args, self.neigh_list, False)
