@@ -42,8 +42,15 @@ loses a few percent while the single hot element expands in the first cycles —
 start-up; the shock front (max-pressure element) moves outward and tracks the Sedov-Taylor
 radius 1.15 (E t^2 / rho)^(1/5); the fields keep the problem's symmetry under exchange of
 axes to 1e-12; and the blast-box optimisation gives the same bytes as full recomputation.
-A default run is 1000 cycles (t ~ 2e-3 of LULESH's 1e-2 stop time): the front crosses about
-half the mesh edge, so late snapshots are half quiescent.
+How long it runs: LULESH 2.0 runs the blast to the stop time t = 1e-2 whatever the mesh (``-s N``; its
+``-i`` only caps the cycles), and its time step, set by the Courant and volume-change constraints,
+shrinks as the mesh refines, so a finer mesh takes more cycles: 932 at -s 30 (upstream's count; ours
+too, a test checks it), about 31 N in general. Ours runs to the same stop time where the whole run
+fits the time one size is given, else to a share of it (:data:`REACH`, on the fractions of
+:mod:`~buddylib.workloads.hpc._schedule`, snapshots on the same fractions of the stop time at every
+size): quick (N = 17) and 32 MiB (N = 38) the whole run, 468 and about 1,180 cycles; 128 MiB (N =
+61) to t = 5e-3, half of it; 1 GiB (N = 122) to 2.5e-3, a quarter; 4 GiB (N = 195) to 1/7 of it. The
+summaries record each run's cycles and simulated time.
 
 Arrays, ours / upstream (read: LLNL/LULESH ``lulesh.h`` (class Domain), ``lulesh.cc``,
 ``lulesh-init.cc``; LULESH 2.0):
@@ -79,7 +86,8 @@ import numba as nb
 import numpy as np
 
 from buddylib.workloads._registry import register
-from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload, grid_kernel, threads_for
+from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload, grid_kernel, threads_for
+from buddylib.workloads.hpc._schedule import Scheduled
 
 # LULESH Domain constants
 E_CUT, P_CUT, Q_CUT, V_CUT, U_CUT = 1.0e-7, 1.0e-7, 1.0e-7, 1.0e-10, 1.0e-7
@@ -698,6 +706,16 @@ def region_sets(ne: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarr
     return reg, order, offsets
 
 
+#: Share of the stop time a run goes to, by footprint (bytes, up to): LULESH's whole run (to 1e-2) where it
+#: fits the time one size is given, else the largest share of :data:`~buddylib.workloads.hpc._schedule.REACHES`
+#: that does (the module docstring gives the cycles and times)
+REACH = ((64 << 20, 1.0), (256 << 20, 0.5), (2 << 30, 0.25), (math.inf, 1 / 7))
+
+
+def reach(footprint: int) -> float:
+    return next(r for limit, r in REACH if footprint <= limit)
+
+
 def region_rep(r: int) -> int:
     """LULESH's EOS repetitions of region r (load imbalance): 1, 1 + cost, or 10 (1 + cost)."""
     if r < NUM_REG // 2:
@@ -708,7 +726,7 @@ def region_rep(r: int) -> int:
 
 
 @register
-class Lulesh(Workload):
+class Lulesh(Scheduled, Workload):
     name = "lulesh"
     proxies = "LULESH 2.0 (DOE FastForward)"
 
@@ -717,7 +735,7 @@ class Lulesh(Workload):
         while nbytes(n + 1) <= footprint:
             n += 1
         self.setup_mesh(n, rng)
-        self.n_steps = 400 if footprint <= QUICK_LIMIT else 1000
+        self.begin(STOPTIME, math.inf, reach(footprint))
 
     def setup_mesh(self, n: int, rng: np.random.Generator, box: bool = True) -> None:
         """The Sedov problem on an n^3 mesh (Domain constructor); ``box=False`` recomputes every element."""
@@ -743,14 +761,14 @@ class Lulesh(Workload):
         einit = EBASE * (n / 45.0) ** 3
         self.e[0] = einit
         self.deltatime = 0.5 * math.cbrt(self.volo[0]) / math.sqrt(2.0 * einit)  # C library cbrt, as in the kernels
-        self.time, self.cycle = 0.0, 0
+        self.time, self.cycles = 0.0, 0
         self.dtcourant = self.dthydro = 1.0e20
         self.extent = n  # the first cycle touches every element
         self._hg_power = np.zeros(n)  # diagnostic: hourglass-force power per plane of elements
         self.hourglass_work = 0.0  # kinetic energy the hourglass control has dissipated so far
 
     # -- one cycle: TimeIncrement + LagrangeLeapFrog --
-    def step(self) -> None:
+    def advance(self) -> None:
         if self.time >= STOPTIME:  # LULESH's run is over; the state stays as it ended
             return
         n = self.n
@@ -763,7 +781,7 @@ class Lulesh(Workload):
                           self._hg_power)
             power = float(self._hg_power[:a].sum())
             if not math.isfinite(power):
-                raise FloatingPointError(f"lulesh: negative element volume at cycle {self.cycle}")
+                raise FloatingPointError(f"lulesh: negative element volume at cycle {self.cycles}")
             self.hourglass_work -= power * dt
             _gather_forces(a, n, self.nodeElemStart, self.nodeElemCornerList, self.fx_elem, self.fy_elem,
                            self.fz_elem, self.fx, self.fy, self.fz)
@@ -779,19 +797,19 @@ class Lulesh(Workload):
                          self.delx_eta, self.delx_zeta, self.vdov, self.elemMass, self.volo, self.vnew, self.ql,
                          self.qq)
             if self.vnew.min() <= 0.0:
-                raise FloatingPointError(f"lulesh: negative relative volume at cycle {self.cycle}")
+                raise FloatingPointError(f"lulesh: negative relative volume at cycle {self.cycles}")
             _eos(a, n, self.regElemlist, self.e, self.p, self.q, self.ql, self.qq, self.delv, self.vnew, self.v,
                  self.ss)
             if self.q.max() > QSTOP:
-                raise FloatingPointError(f"lulesh: excessive artificial viscosity at cycle {self.cycle}")
+                raise FloatingPointError(f"lulesh: excessive artificial viscosity at cycle {self.cycles}")
             self.dtcourant, self.dthydro = _constraints(a, n, self.ss, self.vdov, self.arealg)
             # the blast moves at most one element layer per cycle: recompute a margin of three beyond it
             ext = _extent(a, n, self.xd, self.yd, self.zd, self.e, self.q, self.v)
-            self.extent = ext + 3 if self.cycle == 1 else max(self.extent, ext + 3)
+            self.extent = ext + 3 if self.cycles == 1 else max(self.extent, ext + 3)
 
     def _time_increment(self) -> None:
         targetdt = STOPTIME - self.time
-        if self.cycle != 0:
+        if self.cycles != 0:
             olddt = self.deltatime
             newdt = 1.0e20
             if self.dtcourant < newdt:
@@ -810,7 +828,7 @@ class Lulesh(Workload):
         if targetdt < self.deltatime:
             self.deltatime = targetdt
         self.time += self.deltatime
-        self.cycle += 1
+        self.cycles += 1
 
     def allocations(self) -> dict[str, tuple[np.ndarray, str]]:
         out = {name: (getattr(self, name), "field") for name in (*_NODE, *_ELEM)}
