@@ -26,6 +26,11 @@ Check (tests/workloads/test_adi.py, test_bt.py): on the 12^3 class-S problem (dt
 verification values to 1e-8; the error to the manufactured solution falls with iterations;
 the block-tridiagonal line solver matches numpy.linalg.solve; and fjac is the flux Jacobian.
 
+Run length, ours / upstream (NPB 3.3 ``sys/setparams.c``): NAS BT runs 60 iterations in class S (12^3)
+and 200 in classes W (24^3), A (64^3), B (102^3) and C (162^3). Ours: quick (13^3) 60, the class S count;
+every larger size 45 (32 MiB 29^3, 128 MiB 47^3, 1 GiB 97^3), not yet the 200 of the class nearest in size
+(issue 41 converts it next; a run 4.4x longer).
+
 Arrays, ours / upstream (read: NPB 3.4 OpenMP ``BT/bt_data.f90``, ``work_lhs.f90`` in
 studyztp/NPB3.4-OMP-custom-makefile, the NPB 2.3 OpenACC C port ``BT/header.h`` in
 grypp/NPB2.3-OpenACC-C, GMAP/NPB-GPU's CUDA ``BT/bt.cu``; SPEC ACCEL 370.bt's own source is not

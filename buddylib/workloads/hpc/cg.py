@@ -25,6 +25,12 @@ above its spectrum so ``-A`` is positive definite (the CG inner solve is well po
 residual falls by orders of magnitude within the 25 inner iterations, and zeta converges to
 ``shift + 1/lambda`` of the eigenvalue of ``A`` nearest zero (``numpy.linalg`` on a small case).
 
+Run length, ours / upstream (NPB 3.3 ``sys/setparams.c``; spec.org/accel/Docs/354.cg.html): NAS CG runs
+15 outer iterations in classes S, W and A (na 1,400 / 7,000 / 14,000), 75 in B (75,000) and C (150,000), 100
+in D (1.5 million); SPEC ACCEL's ref input runs 100 on its own size. Ours runs 15 at every size: the class
+count at quick (na 4,256) and 32 MiB (14,754, class A's size), short of it at 128 MiB (59,019, nearest class
+B: 75) and 1 GiB (472,158: 75 or 100), which issue 41 converts next.
+
 Arrays, ours / upstream (read: NPB 3.4 OpenMP ``CG/cg_data.f90`` in
 studyztp/NPB3.4-OMP-custom-makefile, the NPB 2.3 OpenACC C port ``CG/cg.c`` in
 grypp/NPB2.3-OpenACC-C, GMAP/NPB-GPU's CUDA ``CG/cg.cu``; SPEC describes 354.cg as the University

@@ -37,6 +37,14 @@ conserved to round-off by the Lagrangian phase (PdV work equals the work of the 
 forces), and through the remap only up to the kinetic energy that the momentum advection
 dissipates, as in CloverLeaf itself; the shock runs outward at the exact 1-D Riemann speed.
 
+Run length, ours / upstream (UK-MAC/CloverLeaf_ref ``InputDecks``): every benchmark deck
+(``clover_bm.in`` 960^2, ``clover_bm16.in`` 3840^2, ... up to 122880^2) stops at ``end_step = 2955`` or
+``end_time = 15.5`` (16.0, 15.6 in two), whichever comes first, a full step past it; on 960^2 the two meet
+(step 2955 ends at t = 15.50), every finer deck stops at 2,955 steps (``hydro.f90``). The short decks stop
+at 87 steps. Ours runs 80 cycles at quick (120^2) and 120 at every larger size (32 MiB 400^2, 128 MiB
+810^2, 1 GiB 2310^2), far short of the decks (issue 41 converts it next, with
+:mod:`~buddylib.workloads.hpc._schedule`: to the deck's end, or a stated share of it).
+
 Arrays, ours / upstream (read: UK-MAC/CloverLeaf_ref ``build_field.f90`` and
 ``definitions.f90``; SPEC ACCEL 353.clvrleaf's own source is not public): one chunk's field
 arrays, name for name and shape for shape: ``density0/1``, ``energy0/1``, ``pressure``,

@@ -25,6 +25,10 @@ integers (and each batch starts at the jumped-ahead seed); the annulus counts fo
 distribution of max(|X|, |Y|) for independent standard normals (chi-square); sx, sy match the
 NAS verification values for class S to 1e-8.
 
+Run length, ours / upstream (NPB 3.3 ``sys/setparams.c``: M = 24, 25, 28, 30, 32 for classes S, W, A, B,
+C): EP's whole run is its 2^(M+1) random numbers, so ours always runs to the end; its steps are the batches
+the numbers are drawn in, and M follows the size (quick 24, 32 MiB 25, 128 MiB 28, 1 GiB 30).
+
 Arrays, ours / upstream (read: NPB 3.4 OpenMP ``EP/ep_data.f90`` in
 studyztp/NPB3.4-OMP-custom-makefile, the NPB 2.3 OpenACC C port ``EP/ep.c`` in
 grypp/NPB2.3-OpenACC-C, GMAP/NPB-GPU's CUDA ``EP/ep.cu``; 352.ep's own source is not public):

@@ -31,6 +31,10 @@ to round-off, the force builds momentum along x, and on a tiny box the sparse so
 an independent dense D3Q19 reference (full grid, ``np.roll`` streaming, solid-cell
 bounce-back) step for step.
 
+Run length, ours / upstream: SPEC's 360.ilbdc initialises every distribution to 1.0 and runs exactly
+``MAX_ITERAT`` steps, a number SPEC does not publish (nor its ref geometry; spec.org's page gives the grids:
+test 100^3, train 150^3, ref 500 x 300 x 300). Ours runs 200 steps at quick and 400 at every larger size.
+
 Arrays, ours / upstream. The source of 360.ilbdc (SPEC OMP2012, and its OpenACC port in SPEC
 ACCEL) is not public. SPEC's published description (spec.org/accel/Docs/360.ilbdc.html) states a
 "list-based sparse data representation resulting in indirect data access patterns" for a D3Q19

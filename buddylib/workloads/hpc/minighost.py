@@ -25,6 +25,9 @@ check: the blocked run equals the same stencil on the undivided global grid (the
 is right), and per variable the sum of the grid plus the accumulated flux out equals the
 sources put in (miniGhost's conservation check, to round-off).
 
+Run length, ours / upstream (Mantevo/miniGhost defaults): 100 time steps per spike, one spike.
+Ours runs 20 at quick and 50 at every larger size, not yet miniGhost's 100 (issue 41 converts it next).
+
 Arrays, ours / upstream (read: Mantevo/miniGhost ``ref/DRIVER.F``, ``MG_UTILS.F``,
 ``MG_BUFINIT.F``, ``MG_CONSTANTS.F``; SPEC ACCEL 359.miniGhost's own source is not public), per
 rank (ours: per block):

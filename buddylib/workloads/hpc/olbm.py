@@ -32,6 +32,12 @@ last step, to be bounced back next step) — is conserved to round-off; the equi
 the right moments (density, momentum, momentum flux); and one step equals an independent
 numpy transcription of the kernel (to 1e-13).
 
+Run length, ours / upstream (spec.org/cpu2006/Docs/470.lbm.html, the same for SPEC ACCEL 304.olbm):
+the ref input runs 3,000 time steps of the lid-driven cavity on 100 x 100 x 130 cells (train 300, test 20,
+channel flow); Parboil's lbm runs 3,000 ("long") or 100 ("short") on 120 x 120 x 150. Ours runs 200 steps
+at quick (18 x 18 x 23) and 1,200 at every larger size (32 MiB 42 x 42 x 55, 128 MiB 67 x 67 x 87, 1 GiB
+136 x 136 x 177), not yet the ref's 3,000 (issue 41 converts it next).
+
 Arrays, ours / upstream. The sources of SPEC ACCEL 304.olbm and SPEC CPU 470.lbm are not public;
 SPEC's descriptions of 470.lbm (and of ACCEL's 104.lbm) give a cell of 20 words (19
 distributions and a flag word) and two grids swapped every step. The public descendant read here

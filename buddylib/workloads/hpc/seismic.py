@@ -31,6 +31,11 @@ Checks: the outermost point above a threshold moves away from the source at the 
 speed; the energy in the medium grows while the source injects it, then stays bounded and is
 absorbed by the C-PML once the wave reaches the boundaries.
 
+Run length, ours / upstream (geodynamics/seismic_cpml ``seismic_CPML_3D_isotropic_MPI_OpenMP.f90``):
+101 x 641 x 640 points 10 m apart, NSTEP = 2,500 steps of DELTAT = 1.6 ms (4 s simulated), a 7 Hz source;
+SPEC does not publish 355.seismic's input. Ours runs 100 steps at quick and 480 at every larger size with
+its own time step (0.89 ms), not yet the upstream's simulated time (issue 41 converts it next).
+
 Arrays, ours / upstream (read: ``seismic_CPML_3D_isotropic_MPI_OpenMP.f90`` in
 geodynamics/seismic_cpml; SPEC ACCEL 355.seismic's own source is not public):
 

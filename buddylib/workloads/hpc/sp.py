@@ -30,6 +30,11 @@ Check (tests/workloads/test_adi.py, test_sp.py): on the 12^3 class-S problem (dt
 verification values to 1e-8 (what NPB itself requires); the error to the manufactured
 solution falls with iterations; and the pentadiagonal line solver matches numpy.linalg.solve.
 
+Run length, ours / upstream (NPB 3.3 ``sys/setparams.c``): NAS SP runs 100 iterations in class S (12^3)
+and 400 in classes W (36^3), A (64^3), B (102^3) and C (162^3). Ours: quick (21^3) 100, the class S count;
+every larger size 60 (32 MiB 47^3, 128 MiB 75^3, 1 GiB 151^3), not yet the 400 of the class nearest in
+size (issue 41 converts it next).
+
 Arrays, ours / upstream (read: NPB 3.4 OpenMP ``SP/sp_data.f90`` in
 studyztp/NPB3.4-OMP-custom-makefile, the NPB 2.3 OpenACC C port ``SP/header.h`` in
 grypp/NPB2.3-OpenACC-C, GMAP/NPB-GPU's CUDA ``SP/sp.cu``; SPEC ACCEL 356.sp's own source is not

@@ -29,6 +29,11 @@ continuity equation telescopes on a periodic grid and the filter is linear; the 
 (kinetic plus available potential) drifts only by the small filter/leapfrog error and the
 run stays bounded.
 
+Run length, ours / upstream: SPEC CPU2000's 171.swim and OMP2012's 363.swim run 512 time steps on a
+1335 x 1335 grid (SPEC ACCEL's ref is not public; SPECaccel 2023's 463.swim runs 1,500 on 12000^2).
+Ours runs 120 steps at quick (166^2) and 500 at every larger size (32 MiB 546^2, 128 MiB 1092^2, 1 GiB
+3094^2), short of 512 by 12 (issue 41 converts it next).
+
 Arrays, ours / upstream. SPEC's SWIM source is not public; the public form of Swarztrauber's
 NCAR program read here is ``shallow`` in stfc/PSycloneBench (``shallow/SEQ/shallow_base.f90``,
 a modernised copy with 8-byte reals), whose fields are ``u, v, p, unew, vnew, pnew, uold, vold,
