@@ -102,7 +102,7 @@ def test_the_rules_keep_their_promises(h, t, extended) -> None:
             assert (over <= worst * entries.sum(1) + 1e-9).all()
 
 
-def test_summary_regions_round_trip_and_analyse_as_the_run(tmp_path) -> None:
+def test_summary_regions_round_trip_and_analyse_as_the_run(tmp_path, monkeypatch) -> None:
     """A summary's 4 KiB histograms rebuild every coarser granularity, and analyse as the run itself."""
     snaps = snapshot.load(fixtures.FOLDER / "lulesh-quick-s0.nc")
     summary = {"format": summaries.FORMAT, "workload": "lulesh", "scale": "quick", "seed": 0, "compressors": ["bpc32"],
@@ -131,6 +131,20 @@ def test_summary_regions_round_trip_and_analyse_as_the_run(tmp_path) -> None:
     side.unlink()
     with pytest.raises(ValueError, match=r"lulesh-quick-s0\.json.*cannot be read"):
         summaries.load(path)
+    # a stream longer than a side file may hold is cut into parts, read back joined; one part lost is refused
+    monkeypatch.setattr(summaries, "SIDE_PART_BYTES", 1000)
+    summaries.write(summary, tmp_path)
+    parts = json.loads(path.read_text())["regions"]["parts"]
+    assert len(parts) > 2 and parts[0] == side.name and all(path.with_name(p).stat().st_size <= 1000 for p in parts)
+    again = summaries.load(path)
+    assert all(np.array_equal(summaries.region_counts(again, "4KiB")[n], summaries.region_counts(back, "4KiB")[n])
+               for n in direct)
+    path.with_name(parts[1]).unlink()
+    with pytest.raises(ValueError, match=r"lulesh-quick-s0\.json.*regions\.zst\.1 cannot be read"):
+        summaries.load(path)
+    monkeypatch.setattr(summaries, "SIDE_PART_BYTES", 10**9)
+    summaries.write(summary, tmp_path)  # one part again: the earlier parts go
+    assert not list(tmp_path.glob("lulesh-quick-s0.regions.zst.*"))
     summary.pop("regions")
     with pytest.raises(ValueError, match="keeps no histograms per region"):
         summaries.analyze(summary, ["bpc32"], region="64KiB")

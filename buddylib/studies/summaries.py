@@ -98,6 +98,11 @@ STUDY_TOLERANCE = 0.30
 REGION_BYTES = regions.MIN_REGION_BYTES
 #: The end of the name of the file beside a summary that holds its per-region histograms.
 REGIONS_SUFFIX = ".regions.zst"
+#: The largest file of per-region histograms; a longer stream is cut into parts (md's at 1 GiB: 1.5 MB)
+SIDE_PART_BYTES = 900_000
+#: Summaries keep per-region histograms up to this footprint (1 GiB, what the granularity study reads); md's at
+#: 4 GiB would be ~4 MB, past what a tracked file may weigh
+REGIONS_UP_TO = workloads.SCALES["large"]
 
 
 def scale_name(scale: str | float) -> str:
@@ -151,9 +156,11 @@ def summarize_run(run: workloads.Run) -> dict[str, Any]:
              "sectors": {c: layout.sector_histogram(a.sectors[c]).tolist() for c in compressors}}
             for a in s.allocations]} for s in run.snapshots],
         "profile": run.profile.to_dict(),
-        "regions": encode_regions([[a.sectors[compressors[0]] for a in s.allocations] for s in run.snapshots],
-                                  compressors[0]),
+        **({"regions": encode_regions([[a.sectors[compressors[0]] for a in s.allocations] for s in run.snapshots],
+                                      compressors[0])}
+           if workloads.footprint_bytes(run.scale) <= REGIONS_UP_TO else {}),
         "seconds": round(run.seconds, 1),
+        **({"schedule": run.workload.schedule()} if hasattr(run.workload, "schedule") else {}),
     }
 
 
@@ -283,17 +290,26 @@ def write(summary: dict[str, Any], folder: str | Path | None = None) -> Path:
 
 def _regions_beside(summary: dict[str, Any], target: Path) -> dict[str, Any]:
     """``summary`` with its per-region histograms written beside ``target`` as raw zstd (``NAME.regions.zst``:
-    binary, a third smaller than base64, each file under 1 MB), the JSON naming the file and its SHA-256."""
+    binary, a third smaller than base64), the JSON naming the file and its SHA-256. A stream longer than
+    :data:`SIDE_PART_BYTES` is cut into parts, ``NAME.regions.zst`` and ``NAME.regions.zst.1``, ``.2``, ... (read
+    back in order, joined), so that no file passes 1 MB."""
     block = summary.get("regions")
     if block is None or "data" not in block:
         return summary
     raw = base64.b64decode(block["data"])
     side = target.with_name(target.name.removesuffix(".json") + REGIONS_SUFFIX)
-    tmp = side.with_name(f".{side.name}.tmp")
-    tmp.write_bytes(raw)
-    os.replace(tmp, side)
+    for old in side.parent.glob(f"{side.name}.*"):  # parts of an earlier, longer stream
+        if old.name.removeprefix(f"{side.name}.").isdigit():
+            old.unlink()
+    chunks = [raw[i:i + SIDE_PART_BYTES] for i in range(0, len(raw), SIDE_PART_BYTES)] or [b""]
+    names = [side.name] + [f"{side.name}.{i}" for i in range(1, len(chunks))]
+    for name, chunk in zip(names, chunks, strict=True):
+        tmp = side.with_name(f".{name}.tmp")
+        tmp.write_bytes(chunk)
+        os.replace(tmp, side.with_name(name))
     kept = {k: v for k, v in block.items() if k != "data"}
-    return summary | {"regions": kept | {"file": side.name, "sha256": hashlib.sha256(raw).hexdigest()}}
+    return summary | {"regions": kept | {"file": side.name, "sha256": hashlib.sha256(raw).hexdigest(),
+                                         **({"parts": names} if len(names) > 1 else {})}}
 
 
 # ---------------------------------------------------------------------------------------
@@ -339,15 +355,19 @@ def load(file: str | Path) -> dict[str, Any]:
 
 
 def _read_beside(file: Path, block: dict[str, Any]) -> str:
-    """The per-region histograms :func:`write` put beside ``file`` (base64, as :func:`encode_regions` made them),
-    checked against the SHA-256 the summary records."""
-    side = file.with_name(Path(str(block["file"])).name)
-    try:
-        raw = side.read_bytes()
-    except OSError as e:
-        raise ValueError(f"its per-region histograms {side.name} cannot be read ({e.strerror or e})") from None
+    """The per-region histograms :func:`write` put beside ``file`` (base64, as :func:`encode_regions` made them;
+    its parts joined in order), checked against the SHA-256 the summary records."""
+    parts = block.get("parts") or [block["file"]]
+    raw = b""
+    for name in parts:
+        side = file.with_name(Path(str(name)).name)
+        try:
+            raw += side.read_bytes()
+        except OSError as e:
+            raise ValueError(f"its per-region histograms {side.name} cannot be read ({e.strerror or e})") from None
     if hashlib.sha256(raw).hexdigest() != block["sha256"]:
-        raise ValueError(f"{side.name} is not the file of per-region histograms it records (SHA-256 differs)")
+        raise ValueError(f"{', '.join(Path(str(n)).name for n in parts)}: not the file of per-region histograms it "
+                         "records (SHA-256 differs)")
     return base64.b64encode(raw).decode()
 
 
