@@ -21,6 +21,7 @@ from tqdm import tqdm
 from buddylib import paper, workloads
 from buddylib.provenance import code_version, frozen
 from buddylib.studies import cache, experiments
+from buddylib.workloads.hpc import _schedule
 from buddylib.studies.training import COMPRESSORS, adam_run, caffe_run, maturity_run
 
 #: The networks compared at the paper's scale: the paper's DL set (each has a "paper" scale here).
@@ -216,6 +217,10 @@ def framework_accounting(names: Sequence[str], scale: str | float = "default", s
                              summary_folder)
 
 
+#: The snapshot every run of a time-stepping proxy has, whatever its reach: 1/7 of its upstream end
+COMMON_MARK = _schedule.INTERVALS // 7
+
+
 def hpc_scales(names: Sequence[str] | None = None, scales: Sequence[str | float] = ("quick", 32, "default"),
                seed: int = 0, data_dir: str | Path | None = None, progress: bool = True,
                summary_folder: str | Path | None = None) -> xr.Dataset:
@@ -248,9 +253,16 @@ def hpc_scales(names: Sequence[str] | None = None, scales: Sequence[str | float]
             current = xr.ones_like(ds.workload, dtype=bool)
         eff = paper.headline(ds.effective_ratio)
         last = experiments.final(ds)
+        done = [run_schedule(str(n), s, seed, folder if source == "summary" else None, data_dir, int(step))
+                for n, step in zip(last.workload.values, last.step.values, strict=True)]
+        timed = xr.DataArray(["end_time" in d for d in done], dims="workload", coords={"workload": last.workload})
+        at_mark = paper.headline(ds.ideal_ratio_total).where(ds.step == COMMON_MARK).max("snapshot").where(timed)
         parts.append(xr.Dataset({"final": paper.headline(last.effective_ratio), "run_mean": eff.mean("snapshot"),
                                  "footprint": last.footprint, "source": ((), source),
-                                 "code_current": current.drop_vars(current.coords)})
+                                 "code_current": current.drop_vars(current.coords),
+                                 "steps": ("workload", [d["cycles"] for d in done]),
+                                 "reach": ("workload", [d["reach"] for d in done]),
+                                 "ideal_at_mark": at_mark.drop_vars(at_mark.coords.keys() - {"workload"})})
                      .reset_coords(drop=True).expand_dims(scale=[str(s)]))
     out = xr.concat(parts, "scale", join="outer", coords="minimal", compat="override")
     out["code_current"] = out.code_current.fillna(False).astype(bool)
@@ -259,7 +271,29 @@ def hpc_scales(names: Sequence[str] | None = None, scales: Sequence[str | float]
     out["source"].attrs.update(description="run: a run of this scale; summary: the committed sector histograms "
                                            "(data/summaries/hpc, buddy summaries --check)")
     out["code_current"].attrs.update(description="whether this checkout's code of the workload made it")
+    out["steps"].attrs.update(units="1", description="iterations (or time-step cycles) the run went through")
+    out["reach"].attrs.update(units="1", description="share of its upstream input's end the run went to "
+                                                     "(buddylib.workloads.hpc._schedule; 1: the whole run)")
+    out["ideal_at_mark"].attrs.update(units="1", description="a time-stepping proxy's ideal ratio at 1/7 of its "
+                                                             "upstream end, a snapshot every size has (else NaN)")
     return out
+
+
+def run_schedule(name: str, scale: str | float, seed: int, summary_folder: str | Path | None,
+                 data_dir: str | Path | None, last_step: int) -> dict:
+    """How far ``name``'s run at ``scale`` went: a time-stepping proxy's recorded schedule (its summary's, or its
+    saved run's profile: :meth:`~buddylib.workloads.hpc._schedule.Scheduled.schedule`), else ``last_step``
+    iterations, the whole run."""
+    import json
+
+    from buddylib.studies import summaries
+
+    if summary_folder is not None:
+        done = summaries.load(summaries.path(name, scale, seed, summary_folder)).get("schedule")
+    else:
+        profile = experiments.data_folder(scale, seed, data_dir) / f"{name}-{scale}-s{seed}.profile.json"
+        done = json.loads(profile.read_text()).get("schedule") if profile.is_file() else None
+    return done or {"cycles": last_step, "reach": 1.0}
 
 
 def attribution(ours: float, factors: dict[str, float], target: float, label: str = "this suite") -> pd.DataFrame:
@@ -314,3 +348,87 @@ def dtype_shares(names: Sequence[str], scale: str | float = "default", seed: int
             shares[key] = shares.get(key, 0.0) + a.nbytes / total
         rows[name] = shares
     return pd.DataFrame(rows).T.fillna(0.0).rename_axis("workload")
+
+
+def ostencil_inputs(scale: str | float = "quick", seed: int = 0) -> pd.DataFrame:
+    """ostencil's ratio under its two inputs at ``scale``: Parboil's generated random field (upstream's, the
+    suite's) and a heated face (zeros with one face held at a smooth profile): how much the proxy's number rests
+    on an input SPEC does not publish. One row per input: the effective (headline configuration) and ideal ratio
+    of the final snapshot and the mean effective ratio over the run."""
+    from buddylib import analysis
+    from buddylib.workloads.hpc.ostencil import INITIAL, OStencil
+
+    rows = {}
+    for initial in INITIAL:
+        w = OStencil()
+        w.initial = initial
+        run = w.run(scale, seed=seed, compressors=[paper.HEADLINE["compressor"]], progress=False)
+        ds = analysis.analyze(run.snapshots, compressors=[paper.HEADLINE["compressor"]],
+                              thresholds=[paper.HEADLINE["threshold"]])
+        eff = paper.headline(ds.effective_ratio)
+        rows[{"parboil": "random field (Parboil's input, the suite's)", "heated_face": "heated face"}[initial]] = {
+            "effective, final": float(eff.isel(snapshot=-1)), "ideal, final": float(
+                paper.headline(ds.ideal_ratio_total).isel(snapshot=-1)), "effective, run mean": float(eff.mean()),
+            "grid (nz x ny x nx)": " x ".join(map(str, run.workload.a0.shape))}
+    return pd.DataFrame(rows).T.rename_axis("ostencil input")
+
+
+def md_neighbours(cells: Sequence[int] = (6, 8, 11, 15, 24)) -> pd.DataFrame:
+    """Why md's neighbour list compresses less as the system grows: for FCC lattices of ``cells``^3 unit cells
+    (md's start), the neighbour list as first built (atoms in miniMD's creation order) and after the first
+    rebuild (atoms sorted by cell, miniMD's ``Atom::sort``): its ideal BPC-32 ratio, and the spread of the ids
+    one 128-byte entry holds (median over entries of log2 of the largest minus the smallest id). A row of a
+    full list holds the atoms of 27 cells in three planes of cells, so its ids spread over about two planes of
+    atoms, a number that grows as N^(2/3): each doubling of it costs a bit plane in every entry."""
+    from buddylib.compressors import sectors
+    from buddylib.workloads.hpc.md import MD
+
+    rows = []
+    for nc in cells:
+        w = MD()
+        w.setup_lattice(int(nc))
+        per_side = w.nside
+        for order in ("as created", "sorted by cell"):
+            if order == "sorted by cell":
+                w.rebuild(sort=True)
+            used = w.neigh_list[: int(w.neigh_offsets[-1])]
+            entries = used[: used.size // 32 * 32].reshape(-1, 32).astype(np.int64)
+            spread = np.log2(entries.max(axis=1) - entries.min(axis=1) + 1)
+            s = sectors(used, paper.HEADLINE["compressor"])
+            rows.append({"unit cells": f"{nc}^3", "atoms": w.n, "cells per side": per_side, "ids": order,
+                         "neighbour list, ideal ratio": 4 * s.size / max(int(s.sum()), 1),
+                         "id spread per entry, log2 (median)": float(np.median(spread)),
+                         "two planes of atoms, log2": float(np.log2(2 * w.n / per_side))})
+    return pd.DataFrame(rows).set_index(["unit cells", "ids"])
+
+
+def allocation_targets(name: str, scales: Sequence[str | float], seed: int = 0, data_dir: str | Path | None = None,
+                       summary_folder: str | Path | None = None) -> pd.DataFrame:
+    """Which of ``name``'s allocations move its ratio with size: per allocation and scale, the target the
+    headline configuration chose (BPC-32, profile policy, threshold 30%: over every snapshot of the run), the
+    allocation's ideal ratio in its first and final snapshot, and its share of the footprint. A scale with a
+    committed summary (:mod:`buddylib.studies.summaries`) is read from it, the others from runs (as
+    :func:`hpc_scales` does)."""
+    from buddylib import analysis, snapshot
+    from buddylib.studies import summaries
+
+    h = paper.HEADLINE
+    folder = summaries.FOLDER if summary_folder is None else Path(summary_folder)
+    rows = []
+    for s in scales:
+        path = summaries.path(name, s, seed, folder)
+        if path.is_file():
+            ds = summaries.analyze(summaries.load(path), compressors=[h["compressor"]], thresholds=[h["threshold"]])
+        else:
+            run = workloads.cached_run(name, s, seed, experiments.data_folder(s, seed, data_dir))
+            ds = analysis.analyze(snapshot.load(run), compressors=[h["compressor"]], thresholds=[h["threshold"]])
+        ds = ds.sel(compressor=h["compressor"])
+        target = ds.chosen_target.sel(threshold=h["threshold"]).isel(snapshot=-1)
+        share = ds.allocation_bytes.isel(snapshot=-1) / ds.allocation_bytes.isel(snapshot=-1).sum()
+        for a in ds.allocation.values:
+            rows.append({"scale": str(s), "allocation": str(a), "target": float(target.sel(allocation=a)),
+                         "ideal, first": float(ds.ideal_ratio.sel(allocation=a).isel(snapshot=0)),
+                         "ideal, final": float(ds.ideal_ratio.sel(allocation=a).isel(snapshot=-1)),
+                         "share of footprint": float(share.sel(allocation=a))})
+    table = pd.DataFrame(rows).set_index(["allocation", "scale"]).unstack("scale")
+    return table.reindex(columns=[str(s) for s in scales], level="scale")
