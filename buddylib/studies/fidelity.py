@@ -253,8 +253,9 @@ def hpc_scales(names: Sequence[str] | None = None, scales: Sequence[str | float]
             current = xr.ones_like(ds.workload, dtype=bool)
         eff = paper.headline(ds.effective_ratio)
         last = experiments.final(ds)
+        steps = last.step.broadcast_like(last.footprint)  # one step coordinate where every run has the same
         done = [run_schedule(str(n), s, seed, folder if source == "summary" else None, data_dir, int(step))
-                for n, step in zip(last.workload.values, last.step.values, strict=True)]
+                for n, step in zip(last.workload.values, steps.values, strict=True)]
         timed = xr.DataArray(["end_time" in d for d in done], dims="workload", coords={"workload": last.workload})
         at_mark = paper.headline(ds.ideal_ratio_total).where(ds.step == COMMON_MARK).max("snapshot").where(timed)
         parts.append(xr.Dataset({"final": paper.headline(last.effective_ratio), "run_mean": eff.mean("snapshot"),

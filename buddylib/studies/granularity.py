@@ -86,7 +86,8 @@ def check_committed(scale: str = "quick", seed: int = 0, fresh: xr.Dataset | Non
             rows.append({"variable": v, "max_rel_change": np.inf, "ok": False})
             continue
         x, y = np.asarray(a, float), np.asarray(b, float)
-        rel = np.where(np.isnan(x) & np.isnan(y), 0.0, np.abs(y - x) / np.where(x == 0, 1.0, np.abs(x)))
+        same = (np.isnan(x) & np.isnan(y)) | (x == y)
+        rel = np.where(same, 0.0, np.abs(y - x) / np.where(x == 0, 1.0, np.abs(x)))
         worst = float(np.nan_to_num(rel, nan=np.inf).max(initial=0.0))
         rows.append({"variable": v, "max_rel_change": worst, "ok": worst <= TOLERANCE})
     return pd.DataFrame(rows).set_index("variable")

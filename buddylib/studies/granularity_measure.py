@@ -158,10 +158,12 @@ def measure(scale: str = "quick", seed: int = 0, data_dir: str | None = None, pr
             ds = _capacity_only(snaps).expand_dims(size=[str(scale)])
             parts.append(ds.expand_dims(workload=[label]).assign_coords(suite=("workload", ["llm"])))
     out = xr.concat(parts, "workload", join="outer", data_vars="all")
-    out["gain_kept"] = (out.effective_ratio - 1) / (out.ideal_ratio - 1)
+    gain = out.ideal_ratio - 1
+    out["gain_kept"] = ((out.effective_ratio - 1) / gain).where(gain > 1e-9)  # no gain to keep: NaN, not -inf
     units = {"effective_ratio": ("1", "bytes / (device + metadata bytes), final snapshot"),
              "ideal_ratio": ("1", "bytes / (32 B x sectors): no placement constraint"),
-             "gain_kept": ("1", "share of the ideal's gain kept: (effective - 1) / (ideal - 1)"),
+             "gain_kept": ("1", "share of the ideal's gain kept: (effective - 1) / (ideal - 1); NaN where the ideal "
+                           "gains nothing"),
              "metadata_bytes": ("bytes", "4 bits an entry and the regions' target bits"),
              "device_bytes": ("bytes", "device memory reserved (without metadata)"),
              "buddy_bytes": ("bytes", "bytes stored in buddy memory (overflowing sectors)"),

@@ -48,9 +48,10 @@ shrinks as the mesh refines, so a finer mesh takes more cycles: 932 at -s 30 (up
 too, a test checks it), about 31 N in general. Ours runs to the same stop time where the whole run
 fits the time one size is given, else to a share of it (:data:`REACH`, on the fractions of
 :mod:`~buddylib.workloads.hpc._schedule`, snapshots on the same fractions of the stop time at every
-size): quick (N = 17) and 32 MiB (N = 38) the whole run, 468 and about 1,180 cycles; 128 MiB (N =
-61) to t = 5e-3, half of it; 1 GiB (N = 122) to 2.5e-3, a quarter; 4 GiB (N = 195) to 1/7 of it. The
-summaries record each run's cycles and simulated time.
+size): quick (N = 17) and 32 MiB (N = 38) the whole run, 468 and 1,221 cycles (the whole run is
+2,068 cycles at N = 61, about 3,800 at 122); 128 MiB (N = 61) to t = 5e-3, half of it, 1,523 cycles; 1 GiB (N = 122)
+to 2.5e-3, a quarter, 2,404 cycles (4.6 min here); 4 GiB (N = 195) to 1/7 of it, 3,128 cycles (11 min).
+The summaries and saved runs record each run's cycles and simulated time.
 
 Arrays, ours / upstream (read: LLNL/LULESH ``lulesh.h`` (class Domain), ``lulesh.cc``,
 ``lulesh-init.cc``; LULESH 2.0):
