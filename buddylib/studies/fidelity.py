@@ -365,7 +365,7 @@ def ostencil_inputs(scale: str | float = "quick", seed: int = 0) -> pd.DataFrame
         w.initial = initial
         run = w.run(scale, seed=seed, compressors=[paper.HEADLINE["compressor"]], progress=False)
         ds = analysis.analyze(run.snapshots, compressors=[paper.HEADLINE["compressor"]],
-                              thresholds=[paper.HEADLINE["threshold"]])
+                              thresholds=[paper.HEADLINE["threshold"]], progress=False)
         eff = paper.headline(ds.effective_ratio)
         rows[{"parboil": "random field (Parboil's input, the suite's)", "heated_face": "heated face"}[initial]] = {
             "effective, final": float(eff.isel(snapshot=-1)), "ideal, final": float(
