@@ -407,7 +407,9 @@ def allocation_targets(name: str, scales: Sequence[str | float], seed: int = 0, 
                        summary_folder: str | Path | None = None) -> pd.DataFrame:
     """Which of ``name``'s allocations move its ratio with size: per allocation and scale, the target the
     headline configuration chose (BPC-32, profile policy, threshold 30%: over every snapshot of the run), the
-    allocation's ideal ratio in its first and final snapshot, and its share of the footprint. A scale with a
+    share of entries the next more aggressive target would overflow in the snapshot worst for it (above the
+    threshold, or the chosen target would be that one), the allocation's ideal ratio in its first and final
+    snapshot, and its share of the footprint. A scale with a
     committed summary (:mod:`buddylib.studies.summaries`) is read from it, the others from runs (as
     :func:`hpc_scales` does)."""
     from buddylib import analysis, snapshot
@@ -422,12 +424,19 @@ def allocation_targets(name: str, scales: Sequence[str | float], seed: int = 0, 
             ds = summaries.analyze(summaries.load(path), compressors=[h["compressor"]], thresholds=[h["threshold"]])
         else:
             run = workloads.cached_run(name, s, seed, experiments.data_folder(s, seed, data_dir))
-            ds = analysis.analyze(snapshot.load(run), compressors=[h["compressor"]], thresholds=[h["threshold"]])
+            ds = analysis.analyze(snapshot.load(run), compressors=[h["compressor"]], thresholds=[h["threshold"]],
+                                  progress=False)
         ds = ds.sel(compressor=h["compressor"])
         target = ds.chosen_target.sel(threshold=h["threshold"]).isel(snapshot=-1)
         share = ds.allocation_bytes.isel(snapshot=-1) / ds.allocation_bytes.isel(snapshot=-1).sum()
         for a in ds.allocation.values:
-            rows.append({"scale": str(s), "allocation": str(a), "target": float(target.sel(allocation=a)),
+            chosen = float(target.sel(allocation=a))
+            higher = [t for t in ds.target.values if t > chosen]
+            nxt = ds.overflow_fraction.sel(allocation=a, target=min(higher)) if higher else None
+            worst = int(nxt.argmax("snapshot")) if higher else -1
+            rows.append({"scale": str(s), "allocation": str(a), "target": chosen,
+                         "next target overflows (worst snapshot)": float(nxt.max("snapshot")) if higher else np.nan,
+                         "worst snapshot": int(ds.step[worst]) if higher else -1,
                          "ideal, first": float(ds.ideal_ratio.sel(allocation=a).isel(snapshot=0)),
                          "ideal, final": float(ds.ideal_ratio.sel(allocation=a).isel(snapshot=-1)),
                          "share of footprint": float(share.sel(allocation=a))})
