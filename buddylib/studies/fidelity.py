@@ -21,8 +21,8 @@ from tqdm import tqdm
 from buddylib import paper, workloads
 from buddylib.provenance import code_version, frozen
 from buddylib.studies import cache, experiments
-from buddylib.workloads.hpc import _schedule
 from buddylib.studies.training import COMPRESSORS, adam_run, caffe_run, maturity_run
+from buddylib.workloads.hpc import _schedule
 
 #: The networks compared at the paper's scale: the paper's DL set (each has a "paper" scale here).
 PAPER_NETWORKS = ("alexnet", "vgg16", "resnet50", "squeezenet", "inception", "biglstm")

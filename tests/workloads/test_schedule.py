@@ -39,5 +39,5 @@ def test_the_cycle_count_ends_a_run_where_it_comes_first() -> None:
 
 
 def test_a_reach_off_the_grid_is_refused() -> None:
-    with pytest.raises(ValueError, match="reach 0.3"):
+    with pytest.raises(ValueError, match=r"reach 0\.3"):
         Toy(0.1).begin(1.0, math.inf, 0.3)
