@@ -289,8 +289,8 @@ def run_schedule(name: str, scale: str | float, seed: int, summary_folder: str |
 
     from buddylib.studies import summaries
 
-    if summary_folder is not None:
-        done = summaries.load(summaries.path(name, scale, seed, summary_folder)).get("schedule")
+    if summary_folder is not None:  # the caller has read and checked it whole: its JSON alone here
+        done = json.loads(summaries.path(name, scale, seed, summary_folder).read_text()).get("schedule")
     else:
         profile = experiments.data_folder(scale, seed, data_dir) / f"{name}-{scale}-s{seed}.profile.json"
         done = json.loads(profile.read_text()).get("schedule") if profile.is_file() else None

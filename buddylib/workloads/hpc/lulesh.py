@@ -714,6 +714,7 @@ REACH = ((64 << 20, 1.0), (256 << 20, 0.5), (2 << 30, 0.25), (math.inf, 1 / 7))
 
 
 def reach(footprint: int) -> float:
+    """The share of the stop time a run of ``footprint`` bytes goes to (:data:`REACH`)."""
     return next(r for limit, r in REACH if footprint <= limit)
 
 
