@@ -65,7 +65,7 @@ def test_grid_kernels_parallel_and_serial_write_the_same_bytes(monkeypatch: pyte
         for which in calls:
             monkeypatch.setattr(swim._calc1, which, _counted(kernels[which], calls, which))
         for _ in range(3):
-            w.step()
+            w.advance()
         digests[load] = {n: a.tobytes() for n, (a, _) in w.allocations().items()}
     assert used == {0.0: {"serial": 0, "parallel": 3}, 99.0: {"serial": 3, "parallel": 0}}
     assert digests[0.0] == digests[99.0]

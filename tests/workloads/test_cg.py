@@ -21,7 +21,7 @@ def test_class_s_reproduces_npb_verification_value() -> None:
     w.init(na, nonzer, shift, NAS_TRAN)
     assert w.a.size == 78148  # NPB class S nonzeros
     for _ in range(niter):
-        w.step()
+        w.advance()
     assert abs(w.zeta - zeta_verify) / zeta_verify <= 1e-10  # NPB's own verification test
 
 
@@ -41,7 +41,7 @@ def test_matrix_is_symmetric_and_npb_spectrum_bounds_hold() -> None:
     assert eig[-1] < w.shift  # -A is positive definite: the CG solve is well posed
     assert np.all(np.linalg.eigvalsh(-m) > 0)
     for _ in range(15):
-        w.step()
+        w.advance()
     # inverse power method: zeta -> shift + 1/(x.A^-1 x) = largest eigenvalue of A + shift I
     assert abs(w.zeta - eig[-1]) < 1e-8 * eig[-1]
 
@@ -49,14 +49,14 @@ def test_matrix_is_symmetric_and_npb_spectrum_bounds_hold() -> None:
 def test_cg_residual_falls_by_orders_of_magnitude() -> None:
     w = CG()
     w.setup(3 << 20, np.random.default_rng(3))
-    w.step()
+    w.advance()
     h = w.history
     assert h[0] == np.sqrt(w.n)  # r = x = 1 at the start
     assert h[10] < 1e-4 * h[0] and h[-1] < 1e-11 * h[0]  # ten iterations: four orders; 25: eleven
     assert np.all(h[2:21] < 0.6 * h[1:20])  # a steady geometric fall
     assert w.rnorm < 1e-10 * h[0]  # explicit ||x - A z|| confirms the recursion
     x_before = w.x.copy()
-    w.step()
+    w.advance()
     assert np.isclose(np.linalg.norm(x_before), 1.0) and w.history[-1] < 1e-11
 
 

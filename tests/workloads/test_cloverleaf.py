@@ -72,7 +72,7 @@ def test_shock_runs_outward_at_the_riemann_speed() -> None:
     w = _setup(200)
     times, xs = [], []
     while w.time < 1.2:
-        w.step()
+        w.advance()
         if w.time > 0.4:
             times.append(w.time)
             xs.append(_shock_x(w, p_mid))

@@ -35,7 +35,7 @@ def test_mass_is_conserved_with_bounce_back_walls() -> None:
     assert abs(m0 - w.n_fluid - (w._transit * d3q19.W).sum()) < 1e-12 * m0
     for _ in range(6):
         for _ in range(50):
-            w.step()
+            w.advance()
         assert abs(w.mass() - m0) <= 1e-12 * m0
     rho, u = w.density_velocity()
     assert np.abs(u).max() > 1e-3  # the lids drive a real flow ...
@@ -47,7 +47,7 @@ def test_mass_is_conserved_with_bounce_back_walls() -> None:
     w.src[..., :19] = d3q19.W * (1 + 0.3 * rng.standard_normal((*w.src.shape[:-1], 19)))
     m1 = w.mass()
     for _ in range(20):
-        w.step()
+        w.advance()
         assert abs(w.mass() - m1) <= 1e-12 * m1
 
 
@@ -80,7 +80,7 @@ def test_one_step_matches_a_numpy_transcription() -> None:
         g[..., :19] = d3q19.W * (1 + 0.2 * rng.standard_normal((*g.shape[:-1], 19)))
     src0, dst0 = w.src.copy(), w.dst.copy()
     expect = _reference_step(src0, dst0, w.off, w.nz)
-    w.step()
+    w.advance()
     got = w.src  # swapped: the new grid is now srcGrid
     np.testing.assert_array_equal(w.dst, src0)  # the old grid is untouched
     np.testing.assert_allclose(got[..., :19], expect[..., :19], rtol=1e-13, atol=1e-16)
@@ -98,5 +98,5 @@ def test_flags_live_inside_the_grid() -> None:
     assert (dom[1, 2:-2, 2:-2] & ACCEL).all() and (dom[-2, 2:-2, 2:-2] & ACCEL).all()
     np.testing.assert_array_equal(w.dst.view(np.uint32)[..., 2 * FLAGS], flags)  # both grids carry them
     for _ in range(5):
-        w.step()
+        w.advance()
     np.testing.assert_array_equal(w.flags(), flags)

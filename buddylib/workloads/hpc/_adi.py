@@ -29,6 +29,7 @@ import numba as nb
 import numpy as np
 
 from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload, grid_kernel, threads_for
+from buddylib.workloads.hpc._schedule import Scheduled
 
 # NPB set_constants
 C1, C2, C3, C4, C5 = 1.4, 0.4, 0.1, 1.0, 1.4
@@ -335,7 +336,7 @@ def line(x, d, a, b, n):
     return x[..., :n, a, b]
 
 
-class ADI(Workload):
+class ADI(Scheduled, Workload):
     """An NPB ADI proxy: what SP and BT share (arrays, size search, initialisation, compute_rhs, add, norms).
 
     A subclass names its arrays and constants, the factorisation between ``compute_rhs`` and
@@ -346,8 +347,12 @@ class ADI(Workload):
     #: holds ``u``, ``rhs``, ``forcing`` (5, grid) and compute_rhs's per-point fields (grid), all of kind
     #: "field", and may hold ``speed``, which then compute_rhs fills.
     arrays: ClassVar[dict[str, tuple[tuple[int, ...], str]]]
-    #: Steps of a quick run and of a larger one.
-    steps: ClassVar[tuple[int, int]]
+    #: Iterations of NPB's class a quick run follows (S) and of the class a larger one follows (NPB 3.3
+    #: ``setparams.c``); one ``step`` of the workload is 1/28 of them (:mod:`~buddylib.workloads.hpc._schedule`)
+    iterations: ClassVar[tuple[int, int]]
+    #: The share of them a run of up to so many bytes goes to, first match: the whole run where it fits the
+    #: time one size is given
+    REACH: ClassVar[tuple[tuple[float, float], ...]]
     #: FLOPs per interior point of compute_rhs's auxiliary-field pass.
     aux_flops: ClassVar[float]
 
@@ -374,11 +379,13 @@ class ADI(Workload):
         while self.nbytes(n + 1) <= footprint:
             n += 1
         self.setup_grid(n, self.time_step(n))
-        self.n_steps = self.steps[0] if footprint <= QUICK_LIMIT else self.steps[1]
+        self.begin(math.inf, self.iterations[0] if footprint <= QUICK_LIMIT else self.iterations[1],
+                   next(r for limit, r in self.REACH if footprint <= limit))
 
     def setup_grid(self, n: int, dt: float) -> None:
         """An n^3 problem with time step dt, initialised as NPB (no randomness: NPB has none)."""
         self.n, self.dt = n, dt
+        self.time, self.cycles = 0.0, 0
         shape = grid(n)
         for name, (lead, _) in self.arrays.items():
             setattr(self, name, np.zeros((*lead, *shape)))
@@ -390,11 +397,14 @@ class ADI(Workload):
         compute_rhs(self.u, self.rhs, self.forcing, self.rho_i, self.us, self.vs, self.ws, self.qs, self.square,
                     self.speed if with_speed else self.rho_i, n, n, n, self.dt, with_speed)
 
-    def step(self) -> None:
+    def advance(self) -> None:
+        """One ADI iteration: compute_rhs, the factorisation, add."""
         with threads_for(self.n**3):
             self._compute_rhs()
             self.factor()
             add(self.u, self.rhs, self.n, self.n, self.n)
+        self.cycles += 1
+        self.time += self.dt
 
     def allocations(self) -> dict[str, tuple[np.ndarray, str]]:
         return {name: (getattr(self, name), kind) for name, (_, kind) in self.arrays.items()}

@@ -27,9 +27,12 @@ verification values to 1e-8; the error to the manufactured solution falls with i
 the block-tridiagonal line solver matches numpy.linalg.solve; and fjac is the flux Jacobian.
 
 Run length, ours / upstream (NPB 3.3 ``sys/setparams.c``): NAS BT runs 60 iterations in class S (12^3)
-and 200 in classes W (24^3), A (64^3), B (102^3) and C (162^3). Ours: quick (13^3) 60, the class S count;
-every larger size 45 (32 MiB 29^3, 128 MiB 47^3, 1 GiB 97^3), not yet the 200 of the class nearest in size
-(issue 41 converts it next; a run 4.4x longer).
+and 200 in classes W (24^3), A (64^3), B (102^3) and C (162^3). Ours runs the count of the class nearest in
+size (:attr:`BT.iterations`): quick (13^3) class S's 60, every larger size 200 (32 MiB 29^3, 128 MiB 47^3,
+1 GiB 97^3, 4 GiB 153^3); where the whole run does not fit the time one size is given, a stated share of it
+(:attr:`BT.REACH`, snapshots on the same fractions at every size,
+:mod:`~buddylib.workloads.hpc._schedule`): the whole run at quick, 32 MiB and 1 GiB; 1/4 (50 iterations) at
+128 MiB, which ``make reproduce`` runs, and at 4 GiB.
 
 Arrays, ours / upstream (read: NPB 3.4 OpenMP ``BT/bt_data.f90``, ``work_lhs.f90`` in
 studyztp/NPB3.4-OMP-custom-makefile, the NPB 2.3 OpenACC C port ``BT/header.h`` in
@@ -51,6 +54,7 @@ Where ours differs, and why: the OpenACC C port's 1-D work arrays (``cuf``, ``q`
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 import numba as nb
@@ -198,7 +202,8 @@ class BT(ADI):
         **{name: ((5,), "field") for name in ("u", "rhs", "forcing")},
         **{name: ((), "field") for name in ("rho_i", "us", "vs", "ws", "qs", "square")},
         "fjac": ((5, 5), "other"), "njac": ((5, 5), "other"), "lhs": ((3, 5, 5), "other")}
-    steps = (60, 45)
+    iterations = (60, 200)
+    REACH = ((64 << 20, 1.0), (256 << 20, 1 / 4), (2 << 30, 1.0), (math.inf, 1 / 4))
     aux_flops = 18.0
 
     @staticmethod

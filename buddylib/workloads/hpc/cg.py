@@ -27,9 +27,13 @@ residual falls by orders of magnitude within the 25 inner iterations, and zeta c
 
 Run length, ours / upstream (NPB 3.3 ``sys/setparams.c``; spec.org/accel/Docs/354.cg.html): NAS CG runs
 15 outer iterations in classes S, W and A (na 1,400 / 7,000 / 14,000), 75 in B (75,000) and C (150,000), 100
-in D (1.5 million); SPEC ACCEL's ref input runs 100 on its own size. Ours runs 15 at every size: the class
-count at quick (na 4,256) and 32 MiB (14,754, class A's size), short of it at 128 MiB (59,019, nearest class
-B: 75) and 1 GiB (472,158: 75 or 100), which issue 41 converts next.
+in D (1.5 million); SPEC ACCEL's ref input runs 100 on its own size. Ours solves class S's problem at quick
+(nonzer 7, shift 10; na 4,256) and class B's above it (nonzer 13, shift 60; na 14,754 at 32 MiB, 59,019 at
+128 MiB, 472,158 at 1 GiB), and runs that class's count: 15 at quick, 75 above (one ``step`` of the workload
+is 1/28 of them, :mod:`~buddylib.workloads.hpc._schedule`). Where the whole run does not fit the time one
+size is given it runs a stated share (:data:`REACH`, snapshots on the same fractions at every size): the
+whole run at quick, 32 MiB and 1 GiB; 1/7 (11 iterations) at 128 MiB, which ``make reproduce`` runs; 1/4
+(19) at 4 GiB.
 
 Arrays, ours / upstream (read: NPB 3.4 OpenMP ``CG/cg_data.f90`` in
 studyztp/NPB3.4-OMP-custom-makefile, the NPB 2.3 OpenACC C port ``CG/cg.c`` in
@@ -58,12 +62,15 @@ reduction scalars (a few doubles).
 
 from __future__ import annotations
 
+import math
+
 import numba as nb
 import numpy as np
 
 from buddylib.workloads._registry import register
 from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload
 from buddylib.workloads.hpc._nas import A, randlc
+from buddylib.workloads.hpc._schedule import Scheduled
 
 NAS_TRAN = 314159265  # NPB's seed
 CGITMAX = 25  # inner CG iterations per outer iteration, as in NPB
@@ -273,8 +280,20 @@ def nnz_per_row(nonzer: int) -> int:
     return (nonzer + 1) ** 2 - nonzer
 
 
+#: Outer iterations of NPB's classes S (quick's problem) and B (every larger one's)
+ITERATIONS_S, ITERATIONS_B = 15, 75
+#: The share of its class's iterations a run of up to so many bytes goes to: the whole run where it fits the
+#: time one size is given
+REACH = ((64 << 20, 1.0), (256 << 20, 1 / 7), (2 << 30, 1.0), (math.inf, 1 / 4))
+
+
+def reach(footprint: int) -> float:
+    """The share of its class's iterations a run of ``footprint`` bytes goes to (:data:`REACH`)."""
+    return next(r for limit, r in REACH if footprint <= limit)
+
+
 @register
-class CG(Workload):
+class CG(Scheduled, Workload):
     name = "cg"
     proxies = "SPEC ACCEL 354.cg (NAS CG)"
 
@@ -284,11 +303,11 @@ class CG(Workload):
         per_row = 12 * nnz_per_row(nonzer) + 5 * 8 + 4  # a + colidx, five vectors, rowstr
         n = int(footprint * 0.985 / per_row)
         tran = 2 * int(rng.integers(0, 1 << 45)) + 1  # an odd 46-bit randlc seed
-        self.n_steps = 15  # NPB classes S, W and A run 15 outer iterations
         self.init(n, nonzer, shift, tran)
         total = sum(arr.nbytes for arr, _ in self.allocations().values())
         if total > footprint:  # more duplicates than expected: never over the footprint
             self.init(int(n * footprint / total * 0.995), nonzer, shift, tran)
+        self.begin(math.inf, ITERATIONS_S if quick else ITERATIONS_B, reach(footprint))
 
     def init(self, n: int, nonzer: int, shift: float, tran: int = NAS_TRAN, rcond: float = RCOND) -> None:
         """Build the NPB matrix and start vectors (x = 1, the rest zero) for ``n`` rows."""
@@ -299,8 +318,11 @@ class CG(Workload):
         self.zeta = 0.0
         self.rnorm = np.nan
         self.history = np.zeros(CGITMAX + 1)
+        self.time, self.cycles = 0.0, 0  # no simulated time: progress is iterations
 
-    def step(self) -> None:
+    def advance(self) -> None:
+        """One outer iteration."""
+        self.cycles += 1
         self.rnorm = conj_grad(self.rowstr, self.colidx, self.a, self.x, self.z, self.p, self.q, self.r,
                                self.history)
         norm_temp1 = _dot(self.x, self.z)

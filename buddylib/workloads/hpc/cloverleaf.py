@@ -41,9 +41,13 @@ Run length, ours / upstream (UK-MAC/CloverLeaf_ref ``InputDecks``): every benchm
 (``clover_bm.in`` 960^2, ``clover_bm16.in`` 3840^2, ... up to 122880^2) stops at ``end_step = 2955`` or
 ``end_time = 15.5`` (16.0, 15.6 in two), whichever comes first, a full step past it; on 960^2 the two meet
 (step 2955 ends at t = 15.50), every finer deck stops at 2,955 steps (``hydro.f90``). The short decks stop
-at 87 steps. Ours runs 80 cycles at quick (120^2) and 120 at every larger size (32 MiB 400^2, 128 MiB
-810^2, 1 GiB 2310^2), far short of the decks (issue 41 converts it next, with
-:mod:`~buddylib.workloads.hpc._schedule`: to the deck's end, or a stated share of it).
+at 87 steps. Ours stops as the decks do (:data:`END_STEP`, :data:`END_TIME`; one
+``step`` of the workload is 1/28 of that end, :mod:`~buddylib.workloads.hpc._schedule`). The time step,
+limited by the sound speed over the cell width, shrinks as the grid refines, so a finer grid takes
+more cycles to the same time, about 2,955 x n / 960 up to the step cap: the whole run at quick (120^2,
+to t = 15.5) and 32 MiB (400^2, to t = 15.5); 1/7 of it (:data:`REACH`, snapshots on the same fractions
+of the end at every size) at 128 MiB (810^2, to t = 15.5 / 7) and 1 GiB (2310^2, where the deck's end is
+its 2,955th step: 422 cycles). The cycle counts are recorded in every summary and saved run.
 
 Arrays, ours / upstream (read: UK-MAC/CloverLeaf_ref ``build_field.f90`` and
 ``definitions.f90``; SPEC ACCEL 353.clvrleaf's own source is not public): one chunk's field
@@ -58,11 +62,14 @@ communication buffers, and we hold none.
 
 from __future__ import annotations
 
+import math
+
 import numba as nb
 import numpy as np
 
 from buddylib.workloads._registry import register
-from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload, grid_kernel, threads_for
+from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload, grid_kernel, threads_for
+from buddylib.workloads.hpc._schedule import Scheduled
 
 #: array index of the first interior cell in x and y (CloverLeaf's x_min with a two-deep halo)
 MIN = 2
@@ -482,8 +489,20 @@ def grid_bytes(n: int) -> int:
     return 8 * (len(CELL) * cells + len(NODE) * nodes + (len(XFACE) + len(YFACE)) * faces + 4 * (n + 4) + 4 * (n + 5))
 
 
+#: The benchmark decks' end (``clover_bm*.in``): step 2,955 or time 15.5, whichever comes first
+END_STEP, END_TIME = 2955, 15.5
+#: The share of the decks' end a run of up to so many bytes goes to: the whole run where it fits the time one
+#: size is given (the whole run at 128 MiB is about 2,500 cycles, at 1 GiB 2,955 of a 2310^2 grid)
+REACH = ((64 << 20, 1.0), (math.inf, 1 / 7))
+
+
+def reach(footprint: int) -> float:
+    """The share of the decks' end a run of ``footprint`` bytes goes to (:data:`REACH`)."""
+    return next(r for limit, r in REACH if footprint <= limit)
+
+
 @register
-class CloverLeaf(Workload):
+class CloverLeaf(Scheduled, Workload):
     name = "cloverleaf"
     proxies = "SPEC ACCEL 353.clvrleaf (CloverLeaf)"
 
@@ -494,7 +513,7 @@ class CloverLeaf(Workload):
             while n > 20 and grid_bytes(n) > footprint:
                 n -= 10
         self.n = n
-        self.n_steps = 80 if footprint <= QUICK_LIMIT else 120
+        self.begin(END_TIME, END_STEP, reach(footprint))
         self.x_max = self.y_max = MIN + n - 1  # last interior cell
         self.f: dict[str, np.ndarray] = {}
         for names, shape in ((CELL, (n + 4, n + 4)), (NODE, (n + 5, n + 5)), (XFACE, (n + 4, n + 5)),
@@ -525,7 +544,7 @@ class CloverLeaf(Workload):
         _ideal_gas(self.x_max, self.y_max, f["density0"], f["energy0"], f["pressure"], f["soundspeed"])
         self._halo("pressure", "soundspeed", "density0", "energy0", "density1", "energy1")
         self.dt = self.dtold = DTINIT
-        self.time = 0.0
+        self.time, self.cycles = 0.0, 0
         self.advect_x = True
 
     # ------------------------------------------------------------ the hydro cycle
@@ -605,10 +624,12 @@ class CloverLeaf(Workload):
         self.advect_x = not self.advect_x
         self.time += self.dt
 
-    def step(self) -> None:
+    def advance(self) -> None:
+        """One hydro cycle."""
         with threads_for(self.n * self.n):
             self.lagrangian_step()
             self.advection_step()
+        self.cycles += 1
 
     # ------------------------------------------------------------ checks
     def field_summary(self, density: str = "density0", energy: str = "energy0", xvel: str = "xvel0",

@@ -14,7 +14,7 @@ correction, and a Jacobi-preconditioned CG bottom solver.
 Run length, ours / upstream (hpgmg/hpgmg ``finite-volume/source``): the benchmark solves the problem
 ten times to warm up and at least ten times timed, each solve one F-cycle (HPGMG's default build); its
 V-cycle solver instead runs up to 20 V-cycles until the residual falls by 1e-10. Ours runs 12 V-cycles at
-every size, which brings the residual to that tolerance's order; issue 41 reviews it next.
+every size, which brings the residual to that tolerance's order (issue 41 reviewed it and kept it).
 
 Arrays, ours / upstream (read in ``defines.h``, ``level.c`` ``create_vectors``, ``mg.c``
 ``MGBuild``/``MGSolve``/``MGVCycle``, ``solvers.c``, ``solvers/cg.c``, ``operators/rebuild.c``,

@@ -34,9 +34,12 @@ numpy transcription of the kernel (to 1e-13).
 
 Run length, ours / upstream (spec.org/cpu2006/Docs/470.lbm.html, the same for SPEC ACCEL 304.olbm):
 the ref input runs 3,000 time steps of the lid-driven cavity on 100 x 100 x 130 cells (train 300, test 20,
-channel flow); Parboil's lbm runs 3,000 ("long") or 100 ("short") on 120 x 120 x 150. Ours runs 200 steps
-at quick (18 x 18 x 23) and 1,200 at every larger size (32 MiB 42 x 42 x 55, 128 MiB 67 x 67 x 87, 1 GiB
-136 x 136 x 177), not yet the ref's 3,000 (issue 41 converts it next).
+channel flow); Parboil's lbm runs 3,000 ("long") or 100 ("short") on 120 x 120 x 150. Ours runs the ref's
+3,000 time steps at every size (:data:`TIME_STEPS`; one ``step`` of the workload is 1/28 of them,
+:mod:`~buddylib.workloads.hpc._schedule`), or a stated share where the whole run does not fit the time one
+size is given (:data:`REACH`, snapshots on the same fractions at every size): the whole run at quick (18 x
+18 x 23) and 32 MiB (42 x 42 x 55); 1/4 (750 steps) at 128 MiB (67 x 67 x 87), which ``make reproduce``
+runs; 1/2 (1,500) at 1 GiB (136 x 136 x 177); 1/7 (429) at 4 GiB.
 
 Arrays, ours / upstream. The sources of SPEC ACCEL 304.olbm and SPEC CPU 470.lbm are not public;
 SPEC's descriptions of 470.lbm (and of ACCEL's 104.lbm) give a cell of 20 words (19
@@ -61,12 +64,15 @@ values in another order plus padding). Nothing else is allocated on the device b
 
 from __future__ import annotations
 
+import math
+
 import numba as nb
 import numpy as np
 
 from buddylib.workloads._registry import register
-from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload
+from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload
 from buddylib.workloads.hpc._d3q19 import CX, CY, CZ, OPP, Q, W
+from buddylib.workloads.hpc._schedule import Scheduled
 
 N_CELL_ENTRIES = 20
 FLAGS = 19
@@ -156,8 +162,20 @@ def cavity_flags(nz: int, ny: int, nx: int, rng: np.random.Generator, n_spheres:
     return flags
 
 
+#: Time steps of SPEC's ref input (470.lbm, 304.olbm)
+TIME_STEPS = 3000
+#: The share of the ref's steps a run of up to so many bytes goes to: the whole run where it fits the time one
+#: size is given
+REACH = ((64 << 20, 1.0), (256 << 20, 1 / 4), (2 << 30, 1 / 2), (math.inf, 1 / 7))
+
+
+def reach(footprint: int) -> float:
+    """The share of the ref's time steps a run of ``footprint`` bytes goes to (:data:`REACH`)."""
+    return next(r for limit, r in REACH if footprint <= limit)
+
+
 @register
-class OLbm(Workload):
+class OLbm(Scheduled, Workload):
     name = "olbm"
     proxies = "SPEC ACCEL 304.olbm (SPEC CPU 470.lbm)"
 
@@ -170,8 +188,8 @@ class OLbm(Workload):
             n += 1
         self.nx = self.ny = n
         self.nz = round(1.3 * n)
-        self.n_steps = 200 if footprint <= QUICK_LIMIT else 1200
         self.setup_grid(cavity_flags(self.nz, self.ny, self.nx, rng))
+        self.begin(math.inf, TIME_STEPS, reach(footprint))
 
     def setup_grid(self, flags: np.ndarray) -> None:
         """LBM_initializeGrid (equilibrium at rest, flags cleared), then set ``flags`` in both grids."""
@@ -196,8 +214,11 @@ class OLbm(Workload):
             ok = (s >= 0) & (s < ncell)
             self._transit[:, i] = in_domain & obstacle & ok & self._fluid[np.clip(s, 0, ncell - 1)]
         self.n_fluid = int(self._fluid.sum())
+        self.time, self.cycles = 0.0, 0  # lattice units: progress is time steps
 
-    def step(self) -> None:
+    def advance(self) -> None:
+        """One time step (LBM_performStreamCollide, LBM_swapGrids)."""
+        self.cycles += 1
         src = self.src.reshape(-1)
         _stream_collide(src, self.dst.reshape(-1), src.view(np.uint32), self.off, self.nz, self.ny, self.nx, OMEGA)
         self.src, self.dst = self.dst, self.src  # LBM_swapGrids

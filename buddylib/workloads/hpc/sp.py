@@ -31,9 +31,12 @@ verification values to 1e-8 (what NPB itself requires); the error to the manufac
 solution falls with iterations; and the pentadiagonal line solver matches numpy.linalg.solve.
 
 Run length, ours / upstream (NPB 3.3 ``sys/setparams.c``): NAS SP runs 100 iterations in class S (12^3)
-and 400 in classes W (36^3), A (64^3), B (102^3) and C (162^3). Ours: quick (21^3) 100, the class S count;
-every larger size 60 (32 MiB 47^3, 128 MiB 75^3, 1 GiB 151^3), not yet the 400 of the class nearest in
-size (issue 41 converts it next).
+and 400 in classes W (36^3), A (64^3), B (102^3) and C (162^3). Ours runs the count of the class nearest in
+size (:attr:`SP.iterations`): quick (21^3) class S's 100, every larger size 400 (32 MiB 47^3, 128 MiB 75^3,
+1 GiB 151^3, 4 GiB 241^3); where the whole run does not fit the time one size is given, a stated share of it
+(:attr:`SP.REACH`, snapshots on the same fractions at every size,
+:mod:`~buddylib.workloads.hpc._schedule`): the whole run at quick, 32 MiB and 1 GiB; 1/7 (57 iterations) at
+128 MiB, which ``make reproduce`` runs, and at 4 GiB.
 
 Arrays, ours / upstream (read: NPB 3.4 OpenMP ``SP/sp_data.f90`` in
 studyztp/NPB3.4-OMP-custom-makefile, the NPB 2.3 OpenACC C port ``SP/header.h`` in
@@ -57,6 +60,7 @@ port adds ``rhs_buffer`` (5 x grid) and ``rms_buffer``; none of these are held.
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 import numba as nb
@@ -244,7 +248,8 @@ class SP(ADI):
         **{name: ((5,), "field") for name in ("u", "rhs", "forcing")},
         **{name: ((), "field") for name in ("rho_i", "us", "vs", "ws", "qs", "speed", "square")},
         **{name: ((5,), "other") for name in ("lhs", "lhsp", "lhsm")}, "rhon": ((), "other")}
-    steps = (100, 60)
+    iterations = (100, 400)
+    REACH = ((64 << 20, 1.0), (256 << 20, 1 / 7), (2 << 30, 1.0), (math.inf, 1 / 7))
     aux_flops = 20.0
 
     @staticmethod

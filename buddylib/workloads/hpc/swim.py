@@ -31,8 +31,9 @@ run stays bounded.
 
 Run length, ours / upstream: SPEC CPU2000's 171.swim and OMP2012's 363.swim run 512 time steps on a
 1335 x 1335 grid (SPEC ACCEL's ref is not public; SPECaccel 2023's 463.swim runs 1,500 on 12000^2).
-Ours runs 120 steps at quick (166^2) and 500 at every larger size (32 MiB 546^2, 128 MiB 1092^2, 1 GiB
-3094^2), short of 512 by 12 (issue 41 converts it next).
+Ours runs their 512 at every size (:data:`TIME_STEPS`; quick 166^2, 32 MiB 546^2, 128 MiB 1092^2, 1 GiB
+3094^2), the whole run at each; one ``step`` of the workload is 1/28 of it
+(:mod:`~buddylib.workloads.hpc._schedule`), so its snapshots fall on the same fractions as the other proxies'.
 
 Arrays, ours / upstream. SPEC's SWIM source is not public; the public form of Swarztrauber's
 NCAR program read here is ``shallow`` in stfc/PSycloneBench (``shallow/SEQ/shallow_base.f90``,
@@ -44,12 +45,15 @@ grid, as fixed-size Fortran arrays, cannot be checked without its source).
 
 from __future__ import annotations
 
+import math
+
 import numba as nb
 import numpy as np
 
 from buddylib.workloads._registry import register
-from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload, grid_kernel, threads_for
+from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload, grid_kernel, threads_for
 from buddylib.workloads.hpc import _libm
+from buddylib.workloads.hpc._schedule import Scheduled
 
 DT, DX, DY, A, ALPHA = 20.0, 0.25e5, 0.25e5, 1.0e6, 0.001
 NAMES = ("u", "v", "p", "unew", "vnew", "pnew", "uold", "vold", "pold", "cu", "cv", "z", "h", "psi")
@@ -146,8 +150,12 @@ def _calc3z(u, v, p, unew, vnew, pnew, uold, vold, pold):
             p[j, i] = pnew[j, i]
 
 
+#: Time steps of SWIM's reference input (171.swim, 363.swim): the whole run at every size
+TIME_STEPS = 512
+
+
 @register
-class Swim(Workload):
+class Swim(Scheduled, Workload):
     name = "swim"
     proxies = "SPEC ACCEL 363.swim"
 
@@ -157,7 +165,6 @@ class Swim(Workload):
             m = max(16, int(np.sqrt(footprint / (8 * len(NAMES)))) - 1)
             m -= m % 2
         self.m = self.n = m
-        self.n_steps = 120 if footprint <= QUICK_LIMIT else 500
         mp1 = m + 1
         self.f = {name: np.zeros((mp1, mp1)) for name in NAMES}  # [j, i]: x index fastest, as in Fortran
         f = self.f
@@ -179,16 +186,19 @@ class Swim(Workload):
         v[0, m] = v[m, 0]
         f["uold"][:], f["vold"][:], f["pold"][:] = u, v, f["p"]
         self.tdt = DT
-        self.ncycle = 0
+        self.time, self.cycles = 0.0, 0
+        self.begin(math.inf, TIME_STEPS, 1.0)
 
-    def step(self) -> None:
+    def advance(self) -> None:
+        """One time step (CALC1, CALC2, CALC3 or, first, CALC3Z)."""
         f = self.f
-        self.ncycle += 1
+        self.cycles += 1
+        self.time += DT
         with threads_for(self.m * self.n):
             _calc1(f["u"], f["v"], f["p"], f["cu"], f["cv"], f["z"], f["h"], 4.0 / DX, 4.0 / DY)
             _calc2(f["uold"], f["vold"], f["pold"], f["cu"], f["cv"], f["z"], f["h"], f["unew"], f["vnew"],
                    f["pnew"], self.tdt / 8.0, self.tdt / DX, self.tdt / DY)
-            if self.ncycle <= 1:
+            if self.cycles <= 1:
                 self.tdt = self.tdt + self.tdt
                 _calc3z(f["u"], f["v"], f["p"], f["unew"], f["vnew"], f["pnew"], f["uold"], f["vold"], f["pold"])
             else:
