@@ -46,8 +46,9 @@ at 87 steps. Ours stops as the decks do (:data:`END_STEP`, :data:`END_TIME`; one
 limited by the sound speed over the cell width, shrinks as the grid refines, so a finer grid takes
 more cycles to the same time, about 2,955 x n / 960 up to the step cap: the whole run at quick (120^2,
 to t = 15.5) and 32 MiB (400^2, to t = 15.5); 1/7 of it (:data:`REACH`, snapshots on the same fractions
-of the end at every size) at 128 MiB (810^2, to t = 15.5 / 7) and 1 GiB (2310^2, where the deck's end is
-its 2,955th step: 422 cycles). The cycle counts are recorded in every summary and saved run.
+of the end at every size) at 128 MiB (810^2, to t = 15.5 / 7), which ``make reproduce`` runs, 1 GiB (2310^2,
+where the deck's end is its 2,955th step, long before t = 15.5: 423 cycles to t = 1.03, 5 min here; the whole
+run would take about 36) and 4 GiB (4620^2, 423 cycles). The cycle counts are recorded in every summary and saved run.
 
 Arrays, ours / upstream (read: UK-MAC/CloverLeaf_ref ``build_field.f90`` and
 ``definitions.f90``; SPEC ACCEL 353.clvrleaf's own source is not public): one chunk's field
