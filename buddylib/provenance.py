@@ -146,7 +146,7 @@ def workload_sources(module: str) -> tuple[str, ...]:
     the registries excepted, which import every workload), :data:`WORKLOAD_BASE` and :func:`run_compressors`.
 
     >>> workload_sources("buddylib.workloads.hpc.bt")[:3]
-    ('workloads/hpc/_adi.py', 'workloads/hpc/bt.py', 'workloads/base.py')
+    ('workloads/hpc/_adi.py', 'workloads/hpc/_schedule.py', 'workloads/hpc/bt.py')
     """
     start = _module_file(module) if module.startswith("buddylib.") else module
     if start is None or not (PACKAGE / start).is_file():
