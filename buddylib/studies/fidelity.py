@@ -217,7 +217,7 @@ def framework_accounting(names: Sequence[str], scale: str | float = "default", s
                              summary_folder)
 
 
-#: The snapshot every run of a time-stepping proxy has, whatever its reach: 1/7 of its upstream end
+#: The snapshot every run on the _schedule grid has, whatever its reach: 1/7 of its upstream end
 COMMON_MARK = _schedule.INTERVALS // 7
 
 
@@ -256,8 +256,8 @@ def hpc_scales(names: Sequence[str] | None = None, scales: Sequence[str | float]
         steps = last.step.broadcast_like(last.footprint)  # one step coordinate where every run has the same
         done = [run_schedule(str(n), s, seed, folder if source == "summary" else None, data_dir, int(step))
                 for n, step in zip(last.workload.values, steps.values, strict=True)]
-        timed = xr.DataArray(["end_time" in d for d in done], dims="workload", coords={"workload": last.workload})
-        at_mark = paper.headline(ds.ideal_ratio_total).where(ds.step == COMMON_MARK).max("snapshot").where(timed)
+        scheduled = xr.DataArray(["end_time" in d for d in done], dims="workload", coords={"workload": last.workload})
+        at_mark = paper.headline(ds.ideal_ratio_total).where(ds.step == COMMON_MARK).max("snapshot").where(scheduled)
         parts.append(xr.Dataset({"final": paper.headline(last.effective_ratio), "run_mean": eff.mean("snapshot"),
                                  "footprint": last.footprint, "source": ((), source),
                                  "code_current": current.drop_vars(current.coords),
@@ -275,14 +275,16 @@ def hpc_scales(names: Sequence[str] | None = None, scales: Sequence[str | float]
     out["steps"].attrs.update(units="1", description="iterations (or time-step cycles) the run went through")
     out["reach"].attrs.update(units="1", description="share of its upstream input's end the run went to "
                                                      "(buddylib.workloads.hpc._schedule; 1: the whole run)")
-    out["ideal_at_mark"].attrs.update(units="1", description="a time-stepping proxy's ideal ratio at 1/7 of its "
-                                                             "upstream end, a snapshot every size has (else NaN)")
+    out["ideal_at_mark"].attrs.update(units="1", description="a scheduled proxy's ideal ratio at 1/7 of its "
+                                                             "upstream end (its end time or iteration count, "
+                                                             "buddylib.workloads.hpc._schedule), a snapshot every "
+                                                             "size has (else NaN)")
     return out
 
 
 def run_schedule(name: str, scale: str | float, seed: int, summary_folder: str | Path | None,
                  data_dir: str | Path | None, last_step: int) -> dict:
-    """How far ``name``'s run at ``scale`` went: a time-stepping proxy's recorded schedule (its summary's, or its
+    """How far ``name``'s run at ``scale`` went: a scheduled proxy's recorded schedule (its summary's, or its
     saved run's profile: :meth:`~buddylib.workloads.hpc._schedule.Scheduled.schedule`), else ``last_step``
     iterations, the whole run."""
     import json

@@ -1,5 +1,7 @@
-"""How far a time-stepping proxy runs: its upstream input's end (a simulated end time, a cycle count, or
-whichever comes first), and the share of it a run at one size goes to.
+"""How far a proxy runs: its upstream input's end (a simulated end time, a cycle or iteration count, or
+whichever comes first), and the share of it a run at one size goes to. Codes with a fixed iteration count
+(NPB's classes, SPEC's ref steps) use it too, with no end time, so that their snapshots fall on the same
+fractions of their end as every other proxy's.
 
 A code with an adaptive time step (LULESH, CloverLeaf) takes more cycles to the same simulated time on a
 finer grid, so a fixed cycle count stops a big grid earlier in the physics than a small one. Here one
