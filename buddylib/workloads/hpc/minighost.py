@@ -14,19 +14,33 @@ along z), plus the tiny ``SPIKES``/``SPIKE_LOC`` source tables. To give the 27-p
 stencil its edge and corner ghosts, the exchange runs x, then y (faces widened over the x
 ghosts), then z, as miniGhost's diagonal variant does. Boundaries are miniGhost's
 Dirichlet zero: the domain's outer ghost cells stay 0 and what the stencil moves into them
-is counted as flux out. The grids start as uniform random numbers (miniGhost's
-INIT_GRID_RANDOM) and one spike (a heat source of size ~ the global cell count at a random
-cell) per variable is added at the start and another halfway.
+is counted as flux out.
 
-For compressibility: the random start is incompressible float64; the stencil smooths it
-step by step (mantissas stay dense, exponents and high bits align), the ghost layers and
-unused buffers hold zeros, and the send/receive buffers hold packed face copies. The
-check: the blocked run equals the same stencil on the undivided global grid (the exchange
-is right), and per variable the sum of the grid plus the accumulated flux out equals the
-sources put in (miniGhost's conservation check, to round-off).
+Initial data as upstream makes it (``MG_GRID_INIT``, ``MG_SPIKE_INIT`` in ``ref/MG_UTILS.F``): miniGhost
+1.0 means to give each cell ``MOD(INT(100 r), NX*NY*NZ) + 1`` for a random ``r`` (an integer 1..100), but
+it calls ``MG_RANDOM_SEED`` (which puts a fixed seed) before every ``RANDOM_NUMBER``, so every cell of
+every variable gets the same draw: 48 with gfortran's generator (``r`` = 0.47107, :data:`FIRST_DRAW`). Ours
+does the same (``initial = "minighost"``). The first spike goes in at the centre of the global grid, of
+size NX*NY*NZ for the first variable and ``(r + 1)`` NX*NY*NZ*NUMPES for the others; any further spike at a
+random cell. Whether SPEC's 359.miniGhost kept the re-seeding cannot be checked (its source is not public),
+so notebook 09 also runs ``initial = "random"``, the fill the code means (a fresh integer 1..100 per cell),
+and shows both.
 
-Run length, ours / upstream (Mantevo/miniGhost defaults): 100 time steps per spike, one spike.
-Ours runs 20 at quick and 50 at every larger size, not yet miniGhost's 100 (issue 41 converts it next).
+For compressibility: the constant start compresses almost entirely; the stencil lowers the cells near the
+Dirichlet boundary (a shell some sigma = 8 cells deep after 100 steps of the 27-point average) and spreads
+the spike, while the core stays exactly 48 (the average of 27 equal values is exact); the ghost layers and
+unused buffers hold zeros, and the send/receive buffers hold packed face copies. Under the random fill the
+stencil averages dense integers into dense mantissas everywhere. The check: the blocked run equals the same
+stencil on the undivided global grid (the exchange is right), and per variable the sum of the grid plus the
+accumulated flux out equals the sources put in (miniGhost's conservation check, to round-off).
+
+Run length, ours / upstream (Mantevo/miniGhost ``ref/default-settings.h``): ``num_tsteps`` = 100 time steps
+per spike and ``num_spikes`` = 1, so 100 steps; SPEC publishes no ``num_tsteps`` for 359.miniGhost. Ours
+runs those 100 at every size (:data:`TIME_STEPS`, :data:`NUM_SPIKES`), the whole run at each; one ``step``
+of the workload is 1/28 of it (:mod:`~buddylib.workloads.hpc._schedule`), so its snapshots fall on the same
+fractions as the other proxies'. The stencil is SPEC's default, 3D27PT (miniGhost's own default is
+2D5PT); the variables are miniGhost's default 5. Per block (global grid 2m x 2m x m): quick m = 22,
+32 MiB 52, 128 MiB 85, 1 GiB 174, 4 GiB 278.
 
 Arrays, ours / upstream (read: Mantevo/miniGhost ``ref/DRIVER.F``, ``MG_UTILS.F``,
 ``MG_BUFINIT.F``, ``MG_CONSTANTS.F``; SPEC ACCEL 359.miniGhost's own source is not public), per
@@ -52,14 +66,23 @@ bookkeeping (a few words per variable) are not kept.
 
 from __future__ import annotations
 
+import math
+
 import numba as nb
 import numpy as np
 
 from buddylib.workloads._registry import register
-from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload
+from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload
+from buddylib.workloads.hpc._schedule import Scheduled
 
 NUM_VARS = 5
-NUM_SPIKES = 2
+#: miniGhost's defaults: spikes, and time steps run after each spike is inserted
+NUM_SPIKES = 1
+TIME_STEPS = 100
+#: gfortran's first ``RANDOM_NUMBER`` after ``MG_RANDOM_SEED`` (every seed word 8): what every cell draws
+FIRST_DRAW = 0.47106687604729458
+#: the start: miniGhost 1.0's (every cell the same draw) or the per-cell draw it means (notebook 09)
+INITIAL = {"minighost": "miniGhost 1.0 as released (every cell 48)", "random": "a fresh integer 1..100 per cell"}
 BLOCKS = (2, 2, 1)  # blocks along x, y, z
 ERROR_TOL = 1e-8  # miniGhost's default check tolerance for float64
 PARALLEL_CELLS = 40**3
@@ -147,29 +170,37 @@ def block_bytes(n: tuple[int, int, int], num_vars: int, blocks: tuple[int, int, 
 
 
 @register
-class MiniGhost(Workload):
+class MiniGhost(Scheduled, Workload):
     name = "minighost"
     proxies = "SPEC ACCEL 359.miniGhost"
+    initial = "minighost"  # a key of INITIAL
 
     def setup(self, footprint: int, rng: np.random.Generator) -> None:
         m = max(m for m in range(4, 512) if block_bytes((m, m, m), NUM_VARS, BLOCKS) <= footprint)
-        self.n_steps = 20 if footprint <= QUICK_LIMIT else 50  # (miniGhost runs 100 by default)
         self.init((m, m, m), rng)
 
     def init(self, n: tuple[int, int, int], rng: np.random.Generator, num_vars: int = NUM_VARS,
-             blocks: tuple[int, int, int] = BLOCKS, points: int = 27) -> None:
-        """Blocks of ``n`` = (nx, ny, nz) interior cells, random grids, spikes, zero ghosts and buffers."""
+             blocks: tuple[int, int, int] = BLOCKS, points: int = 27, num_spikes: int = NUM_SPIKES,
+             tsteps: int = TIME_STEPS) -> None:
+        """Blocks of ``n`` = (nx, ny, nz) interior cells, grids as :attr:`initial` says, ``num_spikes`` spikes
+        each followed by ``tsteps`` time steps, zero ghosts and buffers."""
+        if self.initial not in INITIAL:
+            raise ValueError(f"minighost: initial {self.initial!r}: one of {', '.join(INITIAL)}")
         self.n, self.num_vars, self.blocks, self.points = n, num_vars, blocks, points
+        self.num_spikes, self.tsteps = num_spikes, tsteps
         nx, ny, nz = n
         bx, by, bz = blocks
         self.global_shape = (bz * nz, by * ny, bx * nx)  # [k, j, i]
         self.coords = [(ib, jb, kb) for kb in range(bz) for jb in range(by) for ib in range(bx)]
+        cells = nx * ny * nz  # MG_GRID_INIT's NX*NY*NZ: one rank's (block's) cells
         self.grids = []
         for _ in self.coords:
             g = []
             for _ in range(num_vars):
                 a = np.zeros((nz + 2, ny + 2, nx + 2))
-                a[1:-1, 1:-1, 1:-1] = rng.random((nz, ny, nx))
+                draw = (np.full((nz, ny, nx), int(FIRST_DRAW * 100)) if self.initial == "minighost"
+                        else rng.integers(0, 100, (nz, ny, nx)))  # INT(100 r)
+                a[1:-1, 1:-1, 1:-1] = draw % cells + 1
                 g.append(a)
             self.grids.append(g)
         self.work = [np.zeros((nz + 2, ny + 2, nx + 2)) for _ in self.coords]
@@ -198,15 +229,20 @@ class MiniGhost(Workload):
                 counts.append(a)
             self.inside.append(counts)
         total = int(np.prod(self.global_shape))
-        self.spikes = rng.random((num_vars, NUM_SPIKES)) * total  # miniGhost: random * global cells
-        self.spike_loc = np.zeros((4, NUM_SPIKES), np.int32)  # block, i, j, k (1-based, local)
-        for s in range(NUM_SPIKES):
-            self.spike_loc[:, s] = (rng.integers(len(self.coords)), *(rng.integers(1, d + 1) for d in n))
+        # MG_SPIKE_INIT: (r + 1) x global cells x ranks; the first spike's first variable is the global cells
+        self.spikes = (rng.random((num_vars, num_spikes)) + 1.0) * total * len(self.coords)
+        self.spikes[0, 0] = total
+        self.spike_loc = np.zeros((4, num_spikes), np.int32)  # block, i, j, k (1-based, local)
+        for s in range(num_spikes):  # the first at the global centre, the others at random cells
+            gijk = ([(g + 1) // 2 for g in self.global_shape[::-1]] if s == 0
+                    else [int(rng.integers(1, g + 1)) for g in self.global_shape[::-1]])
+            block = tuple((c - 1) // d for c, d in zip(gijk, n, strict=True))
+            self.spike_loc[:, s] = (self.coords.index(block), *((c - 1) % d + 1 for c, d in zip(gijk, n, strict=True)))
         self.source_total = np.array([sum(_interior_sum(g[v]) for g in self.grids) for v in range(num_vars)])
         self.flux_out = np.zeros(num_vars)
         self.check_error = np.zeros(num_vars)
-        self.tstep = 0
-        self._insert_spike(0)
+        self.time, self.cycles = 0.0, 0
+        self.begin(math.inf, num_spikes * tsteps, 1.0)
 
     def _neighbour(self, c: tuple[int, int, int], axis: int, side: int) -> int | None:
         d = list(c)
@@ -254,11 +290,11 @@ class MiniGhost(Workload):
                         for v in range(self.num_vars):
                             self.grids[b][v][dst] = buf[v]
 
-    def step(self) -> None:
-        self.tstep += 1
-        every = max(1, self.n_steps // NUM_SPIKES)
-        if self.tstep > 1 and (self.tstep - 1) % every == 0 and (self.tstep - 1) // every < NUM_SPIKES:
-            self._insert_spike((self.tstep - 1) // every)
+    def advance(self) -> None:
+        """One miniGhost time step (a spike first, where one is due: each before its ``tsteps`` steps)."""
+        if self.cycles % self.tsteps == 0 and self.cycles // self.tsteps < self.num_spikes:
+            self._insert_spike(self.cycles // self.tsteps)
+        self.cycles += 1
         self.exchange()
         for v in range(self.num_vars):
             for b in range(len(self.coords)):
@@ -269,7 +305,7 @@ class MiniGhost(Workload):
             gsum = sum(_interior_sum(self.grids[b][v]) for b in range(len(self.coords)))
             self.check_error[v] = abs(gsum + self.flux_out[v] - self.source_total[v]) / self.source_total[v]
         if self.check_error.max() > ERROR_TOL:
-            raise RuntimeError(f"minighost: GRIDSUM check failed at step {self.tstep}: {self.check_error.max():.3e}")
+            raise RuntimeError(f"minighost: GRIDSUM check failed at step {self.cycles}: {self.check_error.max():.3e}")
 
     def grid_sum(self, v: int) -> float:
         """miniGhost's GRIDSUM of variable ``v`` over all blocks."""
