@@ -56,9 +56,10 @@ from typing import Any, ClassVar
 import numba as nb
 import numpy as np
 
-from buddylib.compressors.abc import chunk_body, serial
+from buddylib.compressors import bpc_stream
+from buddylib.compressors.abc import chunk_body, readonly, serial
 from buddylib.compressors.coded import Coded
-from buddylib.entries import ENTRY_BYTES
+from buddylib.entries import ENTRY_BYTES, as_entries
 
 #: (exponent bits, mantissa bits) of each 16-bit format.
 FORMATS = {"bf16": (8, 7), "fp16": (5, 10)}
@@ -75,30 +76,44 @@ DECODE_ERRORS = {1: "the code ends before its 64 values do (truncated or corrupt
 
 @nb.njit(inline="always")
 def _plan(w, E, M):
-    """``(bits, z, k, b)`` of the shortest code of one entry (64 uint16 words)."""
+    """``(bits, z, k, b)`` of the shortest code of one entry (a row of 16- or 8-bit words), in two
+    branch-free passes the compiler vectorises: the largest exponent ``b`` and the zero words, then the
+    escapes at every offset width at once (a value with offset ``d = b - e`` is escaped at width ``k`` where
+    ``d >= 2^k - 1``; a zero word, coded only where ``z = 0``, has ``d = b``). Among equal lengths the
+    specification's order: ``z = 0`` first, then the smaller ``k``."""
+    nv = w.shape[0]
     emask = (1 << E) - 1
+    b = 0
+    zeros = 0
+    for i in range(nv):
+        v = np.int32(w[i])
+        b = max(b, (v >> M) & emask)  # a zero word's field is 0: the largest over the non-zero words, or 0
+        zeros += np.int32(v == 0)
+    c1 = c3 = c7 = c15 = c31 = c63 = c127 = np.int32(0)
+    for i in range(nv):
+        v = np.int32(w[i])
+        d = (b - ((v >> M) & emask)) * np.int32(v != 0)
+        c1 += np.int32(d >= 1)
+        c3 += np.int32(d >= 3)
+        c7 += np.int32(d >= 7)
+        c15 += np.int32(d >= 15)
+        c31 += np.int32(d >= 31)
+        c63 += np.int32(d >= 63)
+        c127 += np.int32(d >= 127)
+    escaped = (c1, c1, c3, c7, c15, c31, c63, c127)  # k = 0 and k = 1 share the limit 1
     best, best_z, best_k, best_b = 1 << 30, 0, 0, 0
     for z in range(2):
-        n = 0
-        b = 0
-        for i in range(VALUES):
-            if z == 0 or w[i] != 0:
-                n += 1
-                b = max(b, (np.int64(w[i]) >> M) & emask)
-        if n == 0:
-            if 1 + 64 * z < best:
-                best, best_z, best_k, best_b = 1 + 64 * z, z, 0, 0
+        n = nv - zeros * z
+        if n == 0:  # nothing to code: the all-zero entry
+            if 1 + nv * z < best:
+                best, best_z, best_k, best_b = 1 + nv * z, z, 0, 0
             continue
         for k in range(8):
-            lim = max((1 << k) - 1, 1)  # k = 0: the count of offsets above 0, which it cannot code
-            escaped = 0
-            for i in range(VALUES):
-                if (z == 0 or w[i] != 0) and b - ((np.int64(w[i]) >> M) & emask) >= lim:
-                    escaped += 1
-            if k == 0 and escaped > 0:
+            x = escaped[k] + (zeros if z == 0 and b >= max((1 << k) - 1, 1) else 0)
+            if k == 0 and x > 0:  # k = 0 codes no offset: every value must sit at b
                 continue
-            length = 1 + 64 * z + E + 3 + n * (1 + M + k) + E * escaped
-            if length < best:
+            length = 1 + nv * z + E + 3 + n * (1 + M + k) + E * x
+            if length < best:  # z = 0 before z = 1, then the smaller k, among equal lengths
                 best, best_z, best_k, best_b = length, z, k, b
     return best, best_z, best_k, best_b
 
@@ -113,7 +128,7 @@ def _bits_chunk(words, E, M, lo, hi, out):
 
 @nb.njit(parallel=True, cache=True)
 def _bits(words, E, M):
-    """Code length in bits of every row of an (entries, 64) uint16 array."""
+    """Code length in bits of every row of an (entries, values) array of 16- or 8-bit words."""
     n = words.shape[0]
     out = np.empty(n, dtype=np.uint16)
     for c in nb.prange((n + CHUNK - 1) // CHUNK):
@@ -121,154 +136,254 @@ def _bits(words, E, M):
     return out
 
 
-@nb.njit(inline="always")
-def _put(payload, start, pos, value, nbits):
-    """Write the ``nbits`` (<= 32) low bits of ``value`` MSB first at bit ``pos`` of the code starting at byte
-    ``start`` (the payload is zero there), a byte's worth at a time; return the next bit position."""
-    while nbits > 0:
-        room = 8 - (pos & 7)
-        take = min(room, nbits)
-        chunk = (value >> (nbits - take)) & ((1 << take) - 1)
-        payload[start + (pos >> 3)] |= np.uint8(chunk << (room - take))
-        pos += take
-        nbits -= take
-    return pos
+#: Scratch of one entry's code: its longest (8-bit words: 2,056 bits) and the windows read past its end.
+CODE_WORDS = 40
+#: Values a speculative block of the decoder reads at a fixed stride before it looks for an escape.
+BLOCK = 16
+#: The lowest set bit of a word x: _CTZ[(x & -x) * _DEBRUIJN mod 2^64 >> 58] (de Bruijn's sequence).
+_DEBRUIJN = 0x03F79D71B4CB0A89
+_CTZ = np.zeros(64, dtype=np.int8)
+for _i in range(64):
+    _CTZ[(((1 << _i) * _DEBRUIJN) & 0xFFFFFFFFFFFFFFFF) >> 58] = _i
 
 
 @nb.njit(inline="always")
-def _get(payload, start, pos, nbits):
-    """The ``nbits``-bit (<= 32) value MSB first at bit ``pos`` of the code starting at byte ``start``."""
-    v = 0
-    while nbits > 0:
-        room = 8 - (pos & 7)
-        take = min(room, nbits)
-        v = (v << take) | ((np.int64(payload[start + (pos >> 3)]) >> (room - take)) & ((1 << take) - 1))
-        pos += take
-        nbits -= take
-    return v
+def _bswap32(x):
+    """The low 32 bits of x, byte-reversed (a single instruction once compiled)."""
+    return (((x & np.uint64(0xFF)) << np.uint64(24)) | ((x & np.uint64(0xFF00)) << np.uint64(8))
+            | ((x >> np.uint64(8)) & np.uint64(0xFF00)) | ((x >> np.uint64(24)) & np.uint64(0xFF)))
+
+
+@nb.njit(inline="always")
+def _put(o32, acc, pos, value, nbits):
+    """Append the low ``nbits`` (0..32) of ``value`` to the code, MSB first; return ``(acc, pos)``. As BPC's:
+    ``acc`` holds the code's last bits, ``pos`` its length, and the last complete 32-bit word is stored
+    big-endian at ``o32[pos // 32]`` on every call, with no branch (``nbits = 0`` appends nothing)."""
+    acc = (acc << np.uint64(nbits)) | np.uint64(value)
+    pos += nbits
+    o32[np.uint64(pos) >> np.uint64(5)] = np.uint32(_bswap32(acc >> np.uint64(pos & 31)))
+    return acc, pos
 
 
 @chunk_body
-def _encode_chunk(words, E, M, lo, hi, offsets, payload, lengths):
-    """Write the codes of entries lo..hi-1 at their byte offsets; return how many differ in length from
-    ``lengths`` (0 unless this and :func:`_plan` disagree)."""
+def _plans_chunk(words, E, M, lo, hi, lengths, plans):
+    """Code length in bits and the plan (``z << 11 | k << 8 | b``) of entries lo..hi-1: the size path's
+    work, kept for the encoder so that it plans each entry once."""
+    for e in range(lo, hi):
+        length, z, k, b = _plan(words[e], E, M)
+        lengths[e] = length
+        plans[e] = (z << 11) | (k << 8) | b
+
+
+@nb.njit(parallel=True, cache=True)
+def _plans(words, E, M):
+    """``(lengths, plans)`` of every row (:func:`_plans_chunk` on chunks)."""
+    n = words.shape[0]
+    lengths = np.empty(n, dtype=np.uint16)
+    plans = np.empty(n, dtype=np.uint16)
+    for c in nb.prange((n + CHUNK - 1) // CHUNK):
+        _plans_chunk(words, E, M, np.uint64(c * CHUNK), np.uint64(min(n, (c + 1) * CHUNK)), lengths, plans)
+    return lengths, plans
+
+
+@chunk_body
+def _encode_chunk(words, E, M, lo, hi, offsets, payload, lengths, plans, o32, fv, fn):
+    """Write the codes of entries lo..hi-1 (planned: ``plans``) at their byte offsets; return how many differ
+    in length from ``lengths`` (a bug, never data: those entries' bytes are not written). First every value's
+    field and width, with no branch (the compiler vectorises it): sign, offset and mantissa, or for an escape
+    sign, escape, exponent and mantissa; a zero word of a ``z = 1`` code has none. Then the fields appended."""
+    nv = words.shape[1]
     emask = (1 << E) - 1
     mmask = (1 << M) - 1
+    sshift = E + M
+    smask = (1 << sshift) - 1
+    o8 = o32.view(np.uint8)
     bad = 0
     for e in range(lo, hi):
         w = words[e]
-        length, z, k, b = _plan(w, E, M)
-        start = offsets[e]
-        pos = _put(payload, start, 0, z, 1)
-        n = 0
-        for half in range(2):  # the mask in two 32-bit halves
-            bits = 0
-            for i in range(32 * half, 32 * half + 32):
-                nonzero = 1 if w[i] != 0 else 0
-                n += 1 if z == 0 else nonzero
-                bits = (bits << 1) | nonzero
-            if z == 1:
-                pos = _put(payload, start, pos, bits, 32)
+        plan = np.int64(plans[e])
+        z, k, b = plan >> 11, (plan >> 8) & 7, plan & 255
+        lim = max((1 << k) - 1, 1)
+        for i in range(nv):
+            v = np.int64(w[i])
+            coded = np.int64((z == 0) | (v != 0))
+            d = b - ((v >> M) & emask)
+            esc = np.int64(d >= lim)  # never where k = 0: every offset is 0 there
+            head = ((v >> sshift) << k) | (esc * lim + (1 - esc) * d)
+            fv[i] = (((head << sshift) | (v & smask)) * esc + ((head << M) | (v & mmask)) * (1 - esc)) * coded
+            fn[i] = (1 + k + M + E * esc) * coded
+        acc, pos = _put(o32, np.uint64(0), 0, z, 1)
+        n = nv
+        if z == 1:
+            n = 0
+            for part in range(nv // 32):  # the mask, 32 bits at a time
+                bits = 0
+                for i in range(32 * part, 32 * part + 32):
+                    nonzero = np.int64(w[i] != 0)
+                    n += nonzero
+                    bits = (bits << 1) | nonzero
+                acc, pos = _put(o32, acc, pos, bits, 32)
         if n > 0:
-            pos = _put(payload, start, pos, b, E)
-            pos = _put(payload, start, pos, k, 3)
-            lim = (1 << k) - 1
-            for i in range(VALUES):
-                if z == 1 and w[i] == 0:
-                    continue
-                v = np.int64(w[i])
-                pos = _put(payload, start, pos, v >> 15, 1)
-                if k > 0:
-                    ex = (v >> M) & emask
-                    if b - ex < lim:
-                        pos = _put(payload, start, pos, b - ex, k)
-                    else:
-                        pos = _put(payload, start, pos, lim, k)
-                        pos = _put(payload, start, pos, ex, E)
-                pos = _put(payload, start, pos, v & mmask, M)
-        if pos != length or length != lengths[e]:
+            acc, pos = _put(o32, acc, pos, (b << 3) | k, E + 3)
+            for i in range(nv):
+                acc, pos = _put(o32, acc, pos, fv[i], fn[i])
+        r = pos & 31
+        o32[(np.uint64(pos) >> np.uint64(5)) + np.uint64(1)] = np.uint32(_bswap32(acc << np.uint64(32 - r)))
+        if pos != lengths[e]:
             bad += 1
+        else:
+            start = np.uint64(offsets[e])
+            for q in range(np.uint64((pos + 7) >> 3)):
+                payload[start + q] = o8[np.uint64(4) + q]
     return bad
 
 
 @nb.njit(parallel=True, cache=True)
-def _encode(words, offsets, payload, lengths, E, M):
+def _encode(words, offsets, payload, lengths, plans, E, M):
     """Every entry's code at its offset (:func:`_encode_chunk` on chunks); the count of those it returns."""
     n = words.shape[0]
+    nv = words.shape[1]
     bad = 0
     for c in nb.prange((n + CHUNK - 1) // CHUNK):
         bad += _encode_chunk(words, E, M, np.uint64(c * CHUNK), np.uint64(min(n, (c + 1) * CHUNK)), offsets,
-                             payload, lengths)
+                             payload, lengths, plans, np.empty(CODE_WORDS * 2, dtype=np.uint32),
+                             np.empty(nv, dtype=np.int64), np.empty(nv, dtype=np.int64))
     return bad
 
 
+@nb.njit(inline="always")
+def _peek64(s64, pos):
+    """The 64 code bits from bit ``pos`` on, MSB first, from the big-endian words s64."""
+    i = np.uint64(pos) >> np.uint64(6)
+    sh = np.uint64(pos & 63)
+    return (s64[i] << sh) | ((s64[i + np.uint64(1)] >> np.uint64(1)) >> (np.uint64(63) - sh))
+
+
+@nb.njit(inline="always")
+def _peek(s64, pos):
+    """The 32 code bits from bit ``pos`` on, MSB first (an int64 below 2^32), from the big-endian words s64."""
+    i = np.uint64(pos) >> np.uint64(6)
+    sh = np.uint64(pos & 63)
+    x = (s64[i] << sh) | ((s64[i + np.uint64(1)] >> np.uint64(1)) >> (np.uint64(63) - sh))
+    return np.int64(x >> np.uint64(32))
+
+
+@nb.njit(inline="always")
+def _load(payload, start, length, s8, s64):
+    """The entry's code (``length`` bits at byte ``start``) into the big-endian words s64, zero after it, so
+    that every window :func:`_peek` reads, up to a block past the code's end, stays in bounds: copied into
+    the bytes s8 first (a copy the compiler vectorises), then eight bytes to a word."""
+    nbytes = (length + 7) >> 3
+    ustart = np.uint64(start)
+    for q in range(np.uint64(nbytes)):
+        s8[q] = payload[ustart + q]
+    for q in range(np.uint64(nbytes), np.uint64(nbytes + 40)):
+        s8[q] = 0
+    for j in range((nbytes + 39) >> 3):
+        x = np.uint64(0)
+        for q in range(8):
+            x = (x << np.uint64(8)) | np.uint64(s8[np.uint64(8 * j + q)])
+        s64[j] = x
+
+
 @chunk_body
-def _decode_chunk(payload, offsets, lengths, E, M, lo, hi, out, errors):
-    """Decode the codes of entries lo..hi-1 into ``out`` (entries, 64) uint16; ``errors[e]``: 0, or a
-    :data:`DECODE_ERRORS` code. Every read is checked against the entry's length first."""
+def _decode_chunk(payload, offsets, lengths, E, M, lo, hi, out, errors, s8, s64, tmp):
+    """Decode the codes of entries lo..hi-1 into ``out`` (entries, values); ``errors[e]``: 0, or a
+    :data:`DECODE_ERRORS` code. The code is copied into ``s64`` (scratch) first, so no read leaves it. The
+    values are read in blocks of :data:`BLOCK` at the fixed stride of a value with no escape, each on its own
+    (the compiler overlaps them); the block's values up to the first escape are kept, the escape (or a fault)
+    is read alone, and the next block starts after it."""
+    nv = out.shape[1]
+    sshift = E + M
+    mmask = (1 << M) - 1
+    emask = (1 << E) - 1
     for e in range(lo, hi):
-        start = offsets[e]
         length = np.int64(lengths[e])
+        _load(payload, offsets[e], length, s8, s64)
         err = 0
-        pos = 0
-        z = _get(payload, start, pos, 1)
-        pos += 1
-        mask = np.uint64(0xFFFFFFFFFFFFFFFF)
-        n = VALUES
+        z = _peek(s64, 0) >> 31
+        pos = 1
+        n = nv
         b = 0
         k = 0
         if z == 1:
-            if pos + 64 > length:
+            if pos + nv > length:
                 err = 1
             else:
-                mask = np.uint64(0)
                 n = 0
-                for half in range(2):
-                    bits = _get(payload, start, pos, 32)
+                for part in range(nv // 32):  # the mask: a coded value's flag 1, a zero word's 0, in ``out``
+                    bits = _peek(s64, pos)
                     pos += 32
                     for j in range(32):
-                        if (bits >> (31 - j)) & 1:
-                            mask |= np.uint64(1) << np.uint64(32 * half + j)
-                            n += 1
-        for i in range(VALUES):
-            out[e, i] = 0
+                        one = (bits >> (31 - j)) & 1
+                        out[e, 32 * part + j] = one
+                        n += one
+        j = 0
         if err == 0 and n > 0:
             if pos + E + 3 > length:
                 err = 1
             else:
-                b = _get(payload, start, pos, E)
-                k = _get(payload, start, pos + E, 3)
+                bk = _peek(s64, pos) >> (32 - E - 3)
+                b, k = bk >> 3, bk & 7
                 pos += E + 3
-                lim = (1 << k) - 1
-                for i in range(VALUES):
-                    if (mask >> np.uint64(i)) & np.uint64(1) == 0:
-                        continue
-                    if pos + 1 + k > length:
-                        err = 1
-                        break
-                    sign = _get(payload, start, pos, 1)
-                    pos += 1
-                    ex = b
-                    if k > 0:
-                        d = _get(payload, start, pos, k)
-                        pos += k
-                        if d == lim:
-                            if pos + E > length:
-                                err = 1
-                                break
-                            ex = _get(payload, start, pos, E)
-                            pos += E
-                        else:
-                            ex = b - d
-                            if ex < 0:
-                                err = 3
-                                break
-                    if pos + M > length:
-                        err = 1
-                        break
-                    m = _get(payload, start, pos, M)
-                    pos += M
-                    out[e, i] = np.uint16((sign << 15) | (ex << M) | m)
+                lim = max((1 << k) - 1, 1)
+                kmask = (1 << k) - 1
+                w = 1 + k + M
+                while j < n:
+                    fit = min(BLOCK, n - j)
+                    while fit > 0 and pos + fit * w > length:  # (a division here would cost more)
+                        fit -= 1
+                    stop = 1 << fit  # bit t: value t of the block is an escape or a fault
+                    for t in range(BLOCK):
+                        x = _peek(s64, pos + t * w)
+                        head = x >> (31 - k)
+                        d = head & kmask
+                        ex = b - d
+                        stop |= (np.int64(d == lim) | np.int64(ex < 0)) << t
+                        tmp[np.uint64(j + t)] = ((head >> k) << sshift) | (ex << M) | ((x >> (31 - k - M)) & mmask)
+                    us = np.uint64(stop)
+                    first = np.int64(_CTZ[((us & (~us + np.uint64(1))) * np.uint64(_DEBRUIJN)) >> np.uint64(58)])
+                    j += first
+                    pos += first * w
+                    if first < BLOCK:  # stopped by an escape, a fault, the last value or the code's end
+                        if j == n:
+                            break
+                        if pos + 1 + k > length:
+                            err = 1
+                            break
+                        x = _peek(s64, pos)
+                        head = x >> (31 - k)
+                        pos += 1 + k
+                        ex = b
+                        if k > 0:
+                            d = head & kmask
+                            if d == lim:
+                                if pos + E > length:
+                                    err = 1
+                                    break
+                                ex = (x >> (31 - k - E)) & emask
+                                pos += E
+                            else:
+                                ex = b - d
+                                if ex < 0:
+                                    err = 3
+                                    break
+                        if pos + M > length:
+                            err = 1
+                            break
+                        tmp[j] = ((head >> k) << sshift) | (ex << M) | ((_peek(s64, pos) >> (32 - M)) & mmask)
+                        pos += M
+                        j += 1
+        if err == 0:
+            if z == 0:
+                for i in range(nv):
+                    out[e, i] = tmp[i]
+            else:  # the coded values to their places, zeros between
+                c = 0
+                for i in range(nv):
+                    one = np.int64(out[e, i])
+                    out[e, i] = tmp[c] * one
+                    c += one
         if err == 0 and pos != length:
             err = 2
         if err == 0:
@@ -278,18 +393,19 @@ def _decode_chunk(payload, offsets, lengths, E, M, lo, hi, out, errors):
         errors[e] = err
 
 
-
-
 @nb.njit(parallel=True, cache=True)
 def _decode(payload, offsets, lengths, out, errors, E, M):
     """Every entry's code decoded (:func:`_decode_chunk` on chunks)."""
     n = out.shape[0]
     for c in nb.prange((n + CHUNK - 1) // CHUNK):
         _decode_chunk(payload, offsets, lengths, E, M, np.uint64(c * CHUNK), np.uint64(min(n, (c + 1) * CHUNK)),
-                      out, errors)
+                      out, errors, np.empty(8 * CODE_WORDS, dtype=np.uint8), np.empty(CODE_WORDS, dtype=np.uint64),
+                      np.empty(out.shape[1] + BLOCK + 1, dtype=np.int64))
 
 
 KERNELS = {True: (_bits, _encode, _decode), False: (serial(_bits), serial(_encode), serial(_decode))}
+#: The size path that keeps each entry's plan for the encoder.
+PLANS = {True: _plans, False: serial(_plans)}
 
 
 class EBO(Coded):
@@ -332,3 +448,19 @@ class EBO(Coded):
     @property
     def stream_id(self) -> int:
         return 16 + list(FORMATS).index(self.fmt)
+
+    def encode_entries(self, data: object) -> tuple[np.ndarray, np.ndarray]:
+        """As :meth:`Coded.encode_entries`, planning each entry once: the size path keeps its plans for the
+        encoder."""
+        entries = as_entries(data)
+        words = readonly(self._words(entries))
+        (_, encode, _), turn = self._kernels(entries.shape[0])
+        plans = PLANS[encode is _encode]
+        with turn:
+            lengths, plan = plans(words, *self._args)
+            offsets = bpc_stream.code_offsets(lengths)
+            payload = np.empty(int(offsets[-1]), dtype=np.uint8)
+            bad = encode(words, offsets, payload, lengths, plan, *self._args)
+        if bad:  # the two traversals disagree: a bug, never a data condition
+            raise AssertionError(f"{self.name} encoder and size path disagree on {bad} entries")
+        return lengths, payload
