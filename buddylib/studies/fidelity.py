@@ -353,27 +353,34 @@ def dtype_shares(names: Sequence[str], scale: str | float = "default", seed: int
     return pd.DataFrame(rows).T.fillna(0.0).rename_axis("workload")
 
 
-def ostencil_inputs(scale: str | float = "quick", seed: int = 0) -> pd.DataFrame:
-    """ostencil's ratio under its two inputs at ``scale``: Parboil's generated random field (upstream's, the
-    suite's) and a heated face (zeros with one face held at a smooth profile): how much the proxy's number rests
-    on an input SPEC does not publish. One row per input: the effective (headline configuration) and ideal ratio
-    of the final snapshot and the mean effective ratio over the run."""
-    from buddylib import analysis
-    from buddylib.workloads.hpc.ostencil import INITIAL, OStencil
+#: The inputs notebook 09 compares, per proxy whose upstream input SPEC does not publish: {proxy: {initial:
+#: label}}, the suite's first
+INPUTS = {"ostencil": {"parboil": "random field (Parboil's input, the suite's)", "heated_face": "heated face"},
+          "minighost": {"minighost": "every cell 48 (miniGhost 1.0's start, the suite's)",
+                        "random": "a fresh integer 1..100 per cell (the fill miniGhost means)"}}
 
+
+def input_sensitivity(name: str, scale: str | float = "quick", seed: int = 0) -> pd.DataFrame:
+    """``name``'s ratio under each of its inputs (:data:`INPUTS`) at ``scale``: how much the proxy's number
+    rests on an input SPEC does not publish. One row per input: the effective (headline configuration) and
+    ideal ratio of the final snapshot, the mean effective ratio over the run, and the footprint."""
+    from buddylib import analysis
+
+    if name not in INPUTS:
+        raise ValueError(f"input_sensitivity: {name!r} has no alternative inputs; one of {', '.join(INPUTS)}")
     rows = {}
-    for initial in INITIAL:
-        w = OStencil()
+    for initial, label in INPUTS[name].items():
+        w = workloads.get(name)
         w.initial = initial
         run = w.run(scale, seed=seed, compressors=[paper.HEADLINE["compressor"]], progress=False)
         ds = analysis.analyze(run.snapshots, compressors=[paper.HEADLINE["compressor"]],
                               thresholds=[paper.HEADLINE["threshold"]], progress=False)
         eff = paper.headline(ds.effective_ratio)
-        rows[{"parboil": "random field (Parboil's input, the suite's)", "heated_face": "heated face"}[initial]] = {
+        rows[label] = {
             "effective, final": float(eff.isel(snapshot=-1)), "ideal, final": float(
                 paper.headline(ds.ideal_ratio_total).isel(snapshot=-1)), "effective, run mean": float(eff.mean()),
-            "grid (nz x ny x nx)": " x ".join(map(str, run.workload.a0.shape))}
-    return pd.DataFrame(rows).T.rename_axis("ostencil input")
+            "footprint (MiB)": sum(a.nbytes for a in run.snapshots[-1].allocations) / 2**20}
+    return pd.DataFrame(rows).T.rename_axis(f"{name} input")
 
 
 def md_neighbours(cells: Sequence[int] = (6, 8, 11, 15, 24)) -> pd.DataFrame:
