@@ -59,8 +59,8 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
-#: The code of 16-bit floats :func:`_analyze` adds by default, per dtype an allocation may have.
-FLOAT16_CODES = {"bfloat16": "ebo-bf16", "float16": "ebo-fp16"}
+#: The code of 16-bit and FP8 floats :func:`_analyze` adds by default, per dtype an allocation may have.
+FLOAT_CODES = {"bfloat16": "ebo-bf16", "float16": "ebo-fp16", "float8_e4m3fn": "ebo-e4m3"}
 
 
 def _analyze_parser(sub: argparse._SubParsersAction) -> None:
@@ -77,8 +77,8 @@ def _analyze_parser(sub: argparse._SubParsersAction) -> None:
                    help="input files or zarr stores, or one run saved by `buddy workloads run` (.nc)")
     p.add_argument("--compressor", nargs="+", default=None, metavar="NAME",
                    help="compressors; the first drives the layout (default: "
-                        f"{' '.join(DEFAULT_COMPRESSORS)}, and where the data holds bfloat16 or float16 arrays "
-                        f"the code made for them, {' and '.join(FLOAT16_CODES.values())})")
+                        f"{' '.join(DEFAULT_COMPRESSORS)}, and where the data holds bfloat16, float16 or float8_e4m3fn "
+                        f"arrays the code made for them, {', '.join(FLOAT_CODES.values())})")
     p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
                    help="buddy threshold, the largest accepted overflow fraction (default %(default)s)")
     p.add_argument("--targets", type=float, nargs="+", default=list(TARGETS), metavar="R",
@@ -139,15 +139,15 @@ def _analyze(args: argparse.Namespace) -> int:
             allocations.extend(readers.read(path, dtype=args.dtype, shape=shape, prefix=prefix,
                                             max_bytes=args.max_bytes))
         snapshots = [Snapshot("user", allocations)]
-        if args.compressor is None:  # the paper's five, and the code made for 16-bit floats where they are
-            args.compressor = [*DEFAULT_COMPRESSORS, *(FLOAT16_CODES[d] for d in sorted(
-                {a.dtype for a in allocations} & set(FLOAT16_CODES)))]
+        if args.compressor is None:  # the paper's five, and the code made for 16-bit or FP8 floats where they are
+            args.compressor = [*DEFAULT_COMPRESSORS, *(FLOAT_CODES[d] for d in sorted(
+                {a.dtype for a in allocations} & set(FLOAT_CODES)))]
     else:
         snapshots = run
         recorded = set.intersection(*(set(a.sectors) for s in run for a in s.allocations))
-        halves = {a.dtype for s in run for a in s.allocations} & set(FLOAT16_CODES)
+        halves = {a.dtype for s in run for a in s.allocations} & set(FLOAT_CODES)
         args.compressor = args.compressor or [*DEFAULT_COMPRESSORS, *(
-            FLOAT16_CODES[d] for d in sorted(halves) if FLOAT16_CODES[d] in recorded)]
+            FLOAT_CODES[d] for d in sorted(halves) if FLOAT_CODES[d] in recorded)]
         missing = [c for c in args.compressor if c in compressor_names() and c not in recorded]
         if missing:
             raise ValueError(f"{args.paths[0]}: a saved run without bytes; it records sectors for "

@@ -22,11 +22,13 @@ def test_rows_and_spread(df: pd.DataFrame) -> None:
     assert (df["repeat"] == bench.MIN_REPEAT).all()  # 2 asked, at least 5 timed
     ours = [f"{c} {o}" for c, o in bench.OURS]
     peers = [f"{p} {o}" for p in bench.PEERS for o in ("compress", "decompress")]
-    for kind in bench.KINDS:
+    for kind in bench.ALL_KINDS:
         k = df[df.kind == kind]
-        only16 = [f"{c} {o}" for c, o in bench.OURS_16] + [
-            f"{p} {o}" for p in bench.peers16_installed() for o in ("compress", "decompress")] if kind == "bf16" else []
-        assert sorted(k.compressor + " " + k.operation) == sorted(ours + only16 + peers)
+        only16 = [f"{c} {o}" for c, o in bench.OURS_16[kind]] + [
+            f"{p} {o}" for p in bench.peers16_installed() for o in ("compress", "decompress")] \
+            if kind in bench.KINDS_16 else []
+        common = ours + peers if kind in bench.KINDS else []
+        assert sorted(k.compressor + " " + k.operation) == sorted(common + only16)
     for col in ("MB_per_s_per_core", "MB_per_s"):
         assert (df[f"{col}_min"] <= df[col]).all() and (df[col] <= df[f"{col}_max"]).all()
         assert (df[col] > 0).all()
@@ -69,6 +71,22 @@ def test_targets_follow_the_numbers(df: pd.DataFrame) -> None:
     measured = rows(d).loc["random", "measured"]
     bpc = d[(d.compressor == "bpc32") & (d.operation == "size") & (d.kind == "random")]
     assert measured == pytest.approx(bpc["vs_zstd-1_per_core"].item())
+
+
+def test_ebo_targets_follow_the_numbers(df: pd.DataFrame) -> None:
+    """Issue 42's targets: EBO's size path in MB/s, its encode and decode over ZipNN's from the same run."""
+    t = bench.targets(df).set_index(["target", "kind"])
+    for kind in bench.KINDS_16:
+        size = t.loc[(f"EBO size >= {bench.EBO_SIZE_TARGET_MB_S:g} MB/s per core", kind)]
+        row = df[(df.compressor == f"ebo-{kind}") & (df.operation == "size")].iloc[0]
+        assert size.measured == row.MB_per_s_per_core and size.met == (row.MB_per_s_per_core >= 3000.0)
+        if not bench.peers16_installed():
+            continue
+        dec = t.loc[("EBO decode >= ZipNN decompress, per core", kind)]
+        ours = df[(df.compressor == f"ebo-{kind}") & (df.operation == "decode")].iloc[0]
+        theirs = df[(df.compressor == "zipnn") & (df.operation == "decompress") & (df.kind == kind)].iloc[0]
+        assert dec.measured == pytest.approx(ours.MB_per_s_per_core / theirs.MB_per_s_per_core)
+        assert dec.met == (dec.measured >= 1.0)
 
 
 def test_write(df: pd.DataFrame, tmp_path: Path) -> None:

@@ -63,9 +63,40 @@ def test_fp16_has_its_own_widths() -> None:
     x = np.full(64, np.float16(1.0))  # e = 15 of 5 bits, m = 0 of 10
     assert fp16.bits(x).tolist() == [1 + 5 + 3 + 64 * 11]
     assert fp16.decode(fp16.encode(x)) == x.tobytes()
-    with pytest.raises(ValueError, match="EBO format must be one of bf16, fp16"):
+    with pytest.raises(ValueError, match="EBO format must be one of bf16, fp16, e4m3"):
         EBO("fp8")
     assert compressors.get(fp16.get_config()).name == "ebo-fp16"
+
+
+def test_e4m3_generalisation() -> None:
+    """FP8 e4m3: 128 values an entry, 4-bit exponents and 3-bit mantissas (the module docstring's lengths)."""
+    e4m3 = compressors.get("ebo-e4m3")
+    ones = np.full(128, 0x38, np.uint8)  # 1.0: e = 7, m = 0
+    assert e4m3.bits(ones).tolist() == [1 + 4 + 3 + 128 * 4]  # z = 0, k = 0: sign and mantissa only
+    half = ones.copy()
+    half[::2] = 0  # 64 zeros: z = 1 codes the other 64, k = 0
+    assert e4m3.bits(half).tolist() == [1 + 128 + 4 + 3 + 64 * 4]
+    assert e4m3.bits(np.zeros(128, np.uint8)).tolist() == [1 + 128] and e4m3.min_bits == 129
+    spread = ones.copy()
+    spread[:64] = 0x30  # e = 6: offset 1, which k = 2 codes (k bits code the offsets below 2^k - 1)
+    assert e4m3.bits(spread).tolist() == [1 + 4 + 3 + 128 * 6]
+    for x in (ones, half, spread, np.arange(256, dtype=np.uint8).repeat(3)):
+        assert e4m3.decode(e4m3.encode(x)) == x.tobytes()
+    assert e4m3.stream_id == 18 and e4m3.max_bits == 1 + 128 + 4 + 3 + 128 * 15
+
+
+bytes8 = st.lists(st.integers(0, 0xFF), min_size=0, max_size=600).map(lambda v: np.array(v, np.uint8))
+
+
+@settings(max_examples=100, deadline=None)
+@given(x=bytes8)
+def test_any_fp8_words_round_trip_exactly(x: np.ndarray) -> None:
+    """Any 8-bit patterns (e4m3's NaNs and both zeros included), any length."""
+    ebo = EBO("e4m3")
+    data = x.tobytes()
+    assert ebo.decode(ebo.encode(data)) == data
+    lengths, _ = ebo.encode_entries(data)
+    assert (lengths == ebo.bits(data)).all() and lengths.max(initial=129) <= ebo.max_bits
 
 
 words = st.lists(st.integers(0, 0xFFFF), min_size=0, max_size=300).map(lambda v: np.array(v, np.uint16))

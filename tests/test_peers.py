@@ -139,10 +139,14 @@ def test_peer_ratios() -> None:
 
 
 def test_errors_name_what_is_wrong(monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(ValueError, match=r"^a: dtype float32 is not a 16-bit float"):
+    with pytest.raises(ValueError, match=r"^a: dtype float32 is not a 16-bit or FP8 float"):
         peers.dfloat11_bytes(np.ones(4, np.float32))
-    with pytest.raises(ValueError, match=r"^a: dtype uint8"):
-        peers.exponent_entropy_bytes(np.ones(4, np.uint8))
+    with pytest.raises(ValueError, match=r"^a: dtype int32"):
+        peers.exponent_entropy_bytes(np.ones(4, np.int32))
+    with pytest.raises(ValueError, match=r"^fmt: 'bf16' values are 2 bytes, a holds 1-byte words"):
+        peers.exponent_entropy_bytes(np.ones(4, np.uint8), fmt="bf16")
+    with pytest.raises(ValueError, match=r"DFloat11 codes bf16 tensors only"):
+        peers.peer_bytes(np.ones(4, np.uint8), "dfloat11")
     with pytest.raises(ValueError, match=r"^a: empty tensor"):
         peers.dfloat11_bytes(np.zeros(0, np.uint16))
     with pytest.raises(ValueError, match=r"^a: empty tensor"):
@@ -153,7 +157,7 @@ def test_errors_name_what_is_wrong(monkeypatch: pytest.MonkeyPatch) -> None:
         peers.peer_bytes(np.ones(4, np.uint16), "dfloat11", fmt="fp16")
     with pytest.raises(ValueError, match=r"^fmt: 'bf16' given for a of format 'fp16'"):
         peers.exponent_entropy_bytes(np.ones(4, np.float16), fmt="bf16")
-    with pytest.raises(ValueError, match=r"^fmt: unknown 16-bit format 'fp8'"):
+    with pytest.raises(ValueError, match=r"^fmt: unknown float format 'fp8'"):
         peers.exponent_entropy_bytes(np.ones(4, np.uint16), fmt="fp8")
     with pytest.raises(ValueError, match=r"^peer: unknown peer 'gzip'"):
         peers.peer_bytes(np.ones(4, np.uint16), "gzip")
@@ -161,6 +165,16 @@ def test_errors_name_what_is_wrong(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ImportError, match=r"pip install zipnn==0\.5\.4"):
         peers.zipnn_bytes(np.ones(4, np.uint16))
     assert not peers.zipnn_available()
+
+
+def test_fp8_e4m3() -> None:
+    """FP8 (e4m3fn) as ml_dtypes holds it or as its bits: the entropy bound counts 16 exponents and keeps 4 raw
+    bits a value; an e4m3 tensor with one exponent costs those 4 bits alone."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    ones = np.ones(64, ml_dtypes.float8_e4m3fn)  # 0x38: exponent 7, mantissa 0
+    assert ones.view(np.uint8)[0] == 0x38
+    assert peers.exponent_entropy_bytes(ones) == 64 * 4 / 8 == peers.exponent_entropy_bytes(ones.view(np.uint8))
+    assert peers.exponent_counts(ones)[7] == 64 and peers.exponent_counts(ones).size == 16
 
 
 class TestZipNN:

@@ -13,7 +13,8 @@ from buddylib.compressors.reference import reference_bytes, reference_compress, 
 
 
 def test_names_and_round_trip_of_configs() -> None:
-    assert compressors.names() == ["bpc32", "bpc64", "bdi", "fpc", "zvc", "bpc32zvc", "ebo-bf16", "ebo-fp16"]
+    assert compressors.names() == ["bpc32", "bpc64", "bdi", "fpc", "zvc", "bpc32zvc", "ebo-bf16", "ebo-fp16",
+                                  "ebo-e4m3"]
     for name in compressors.names():
         c = compressors.get(name)
         assert c.name == name

@@ -14,7 +14,8 @@ array([0, 0], dtype=uint8)
 Available: ``bpc32``, ``bpc64`` (Bit-Plane Compression, with a real encoder/decoder),
 ``bdi`` (Base-Delta-Immediate), ``fpc`` (Frequent Pattern Compression), ``zvc``
 (zero-value compression), ``bpc32zvc`` (per entry the shorter of BPC-32 and ZVC, beyond the
-paper), ``ebo-bf16`` and ``ebo-fp16`` (exponent-base-offset code of 16-bit floats, beyond the paper);
+paper), ``ebo-bf16``, ``ebo-fp16`` and ``ebo-e4m3`` (exponent-base-offset code of 16-bit and FP8 floats, beyond
+the paper);
 and the whole-allocation references ``zstd`` and ``lz4`` in
 :mod:`buddylib.compressors.reference`.
 """
@@ -42,6 +43,7 @@ registry.register("zvc", ZVC)
 registry.register("bpc32zvc", BestOf, parts=("bpc32", "zvc"), label="bpc32zvc")
 registry.register("ebo-bf16", EBO, fmt="bf16")
 registry.register("ebo-fp16", EBO, fmt="fp16")
+registry.register("ebo-e4m3", EBO, fmt="e4m3")
 
 # Two sets, side by side so they cannot drift apart: an analysis compares the paper's five unless asked
 # for more, while a workload run is recorded once (minutes) and read by every later analysis, so it
@@ -54,6 +56,8 @@ ALL_COMPRESSORS = (*DEFAULT_COMPRESSORS, "bpc32zvc")
 #: The codes of 16-bit floats (:mod:`~buddylib.compressors.ebo`): computed where an analysis names them, not yet
 #: recorded by every run (the committed fixtures and summaries were made without them; issue 23).
 FLOAT16_COMPRESSORS = ("ebo-bf16", "ebo-fp16")
+#: ... and of FP8's e4m3 floats (the same code generalised to 8-bit words, 128 values an entry; issue 42).
+FLOAT8_COMPRESSORS = ("ebo-e4m3",)
 
 
 def bits(data: object, compressor: str = "bpc32") -> np.ndarray:
@@ -67,7 +71,8 @@ def sectors(data: object, compressor: str = "bpc32", zero_flag: bool = True) -> 
 
 
 __all__ = [
-    "ALL_COMPRESSORS", "BDI", "BPC", "DEFAULT_COMPRESSORS", "EBO", "FLOAT16_COMPRESSORS", "FPC", "ZVC", "BestOf",
+    "ALL_COMPRESSORS", "BDI", "BPC", "DEFAULT_COMPRESSORS", "EBO", "FLOAT8_COMPRESSORS", "FLOAT16_COMPRESSORS", "FPC",
+    "ZVC", "BestOf",
     "Compressor", "bits", "codec",
     "get", "names", "reference_bytes", "registry", "sectors", "sectors_from_bits",
 ]

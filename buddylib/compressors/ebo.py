@@ -1,4 +1,4 @@
-"""Exponent-base-offset coding of 16-bit floats, per 128-byte entry (beyond the paper; issue 23).
+"""Exponent-base-offset coding of 16-bit (and FP8) floats, per 128-byte entry (beyond the paper; issues 23, 42).
 
 Why: most of an LLM's GPU memory is bf16 (weights, a KV cache), and BPC, built for 32- and 64-bit
 words, finds almost nothing in it (MiniLM's weights cast to bf16: 1.00x). A 16-bit float's sign and
@@ -47,6 +47,22 @@ Worked examples (bf16; ``tests/test_ebo.py`` checks each):
 Trained weights land at 3 sectors (MiniLM in bf16: 99.6% of entries, 1.33x), because sign and mantissa
 alone take 8 of 16 bits and 64 values of 8 bits already fill 2 sectors: the sector, not the exponent's
 entropy, bounds a per-entry code of bf16 weights. fp16's 10-bit mantissa leaves less to gain.
+
+**FP8** (``ebo-e4m3``, issue 42): the same code of 8-bit words, ``E = 4``, ``M = 3`` (e4m3fn as FP8 serving
+stores it: ``s_i = w_i >> 7``; the code is of bits, so its NaN ``0x7F``/``0xFF`` and the two zeros are values
+like any other): an entry is 128 words, the mask 128 bits, so ``L(z, k) = 1 + 128 z + 4 + 3 + n (4 + k) +
+4 x_k`` (``1 + 128 z`` with nothing coded). A value keeps sign and mantissa (4 bits) and an offset of ``k``
+bits for its 4-bit exponent, so the code gains only where the exponents of an entry sit within a few
+binades; the stream's format byte is 18.
+
+**Speed** (issue 42). The plan is two branch-free passes over the words that the compiler vectorises: the
+largest exponent and the zero words, then the escapes at every offset width at once (counts of ``d >=
+2^k - 1`` for k = 1..7). The encoder takes the plans from the size path (one plan per entry), computes every
+value's field and width without a branch, then appends them with BPC's branch-free word writer. The decoder
+copies an entry's code into big-endian 64-bit words and reads its values in blocks of 16 at the stride of a
+value with no escape, each value on its own; the block keeps the values up to its first escape (or fault),
+which is read alone, and the next block starts after it. It then checks the result is the encoder's own
+code by planning the decoded entry.
 """
 
 from __future__ import annotations
@@ -61,15 +77,15 @@ from buddylib.compressors.abc import chunk_body, readonly, serial
 from buddylib.compressors.coded import Coded
 from buddylib.entries import ENTRY_BYTES, as_entries
 
-#: (exponent bits, mantissa bits) of each 16-bit format.
-FORMATS = {"bf16": (8, 7), "fp16": (5, 10)}
-VALUES = ENTRY_BYTES // 2  # 64 values an entry
+#: (exponent bits, mantissa bits) of each format: the two 16-bit ones and FP8's e4m3 (the generalisation).
+FORMATS = {"bf16": (8, 7), "fp16": (5, 10), "e4m3": (4, 3)}
+VALUES = ENTRY_BYTES // 2  # 64 values an entry of 16-bit words
 CHUNK = 256  # entries per parallel work item
 #: The stream's magic (:func:`bpc_stream.pack`).
 MAGIC = b"EBO1"
 #: The decoder's error codes (:func:`_decode`), as messages naming what is wrong with an entry's code.
-DECODE_ERRORS = {1: "the code ends before its 64 values do (truncated or corrupted)",
-                 2: "bits are left after the 64 values (corrupted)",
+DECODE_ERRORS = {1: "the code ends before its values do (truncated or corrupted)",
+                 2: "bits are left after the entry's values (corrupted)",
                  3: "an exponent offset points below exponent 0 (corrupted)",
                  4: "not the code the encoder writes for these values (corrupted)"}
 
@@ -252,14 +268,6 @@ def _encode(words, offsets, payload, lengths, plans, E, M):
 
 
 @nb.njit(inline="always")
-def _peek64(s64, pos):
-    """The 64 code bits from bit ``pos`` on, MSB first, from the big-endian words s64."""
-    i = np.uint64(pos) >> np.uint64(6)
-    sh = np.uint64(pos & 63)
-    return (s64[i] << sh) | ((s64[i + np.uint64(1)] >> np.uint64(1)) >> (np.uint64(63) - sh))
-
-
-@nb.njit(inline="always")
 def _peek(s64, pos):
     """The 32 code bits from bit ``pos`` on, MSB first (an int64 below 2^32), from the big-endian words s64."""
     i = np.uint64(pos) >> np.uint64(6)
@@ -420,11 +428,9 @@ class EBO(Coded):
     True
 
     ``parallel=False``: serial kernels that release the GIL on every input, as :class:`BPC`'s. Its stream is
-    BPC's container under its own magic (``EBO1``), the format byte 16 for bf16 and 17 for fp16.
+    BPC's container under its own magic (``EBO1``), the format byte 16 for bf16, 17 for fp16 and 18 for e4m3.
     """
 
-    max_bits: ClassVar[int] = 1 + 64 + 8 + 3 + VALUES * (1 + 7 + 7 + 8)  # the longer of the two formats
-    min_bits = 1 + 64  # the all-zero entry
     magic: ClassVar[bytes] = MAGIC
     decode_errors: ClassVar[dict[int, str]] = DECODE_ERRORS
 
@@ -435,6 +441,11 @@ class EBO(Coded):
         self.parallel = bool(parallel)
         self.name = f"ebo-{fmt}"  # type: ignore[misc]
         self._args = FORMATS[fmt]
+        e, m = self._args
+        self.word = np.dtype(np.uint16 if 1 + e + m == 16 else np.uint8)
+        values = ENTRY_BYTES // self.word.itemsize
+        self.min_bits = 1 + values  # the all-zero entry
+        self.max_bits = 1 + values + e + 3 + values * (1 + 7 + e + m)  # every value escaped at k = 7
 
     def __repr__(self) -> str:
         return f"EBO({self.fmt!r})" if self.parallel else f"EBO({self.fmt!r}, parallel=False)"
@@ -443,7 +454,7 @@ class EBO(Coded):
         return KERNELS
 
     def _words(self, entries: np.ndarray) -> np.ndarray:
-        return entries.view(np.uint16)
+        return entries.view(self.word)
 
     @property
     def stream_id(self) -> int:

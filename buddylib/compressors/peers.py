@@ -16,7 +16,9 @@ Buddy's random access; they are references, not compressors of the registry.
 
 A tensor is given as its 16-bit patterns (numpy ``uint16``/``int16``), as numpy ``float16``, ml_dtypes
 ``bfloat16`` or a torch ``bfloat16``/``float16`` tensor; ``fmt`` (``"bf16"`` or ``"fp16"``) says how to
-read bit patterns and is inferred from a float dtype.
+read bit patterns and is inferred from a float dtype. FP8 (issue 42): ml_dtypes or torch ``float8_e4m3fn``,
+or its 8-bit patterns (``uint8``/``int8``) with ``fmt="e4m3"``; ZipNN and the entropy bound take it,
+DFloat11 (a code of bf16) does not.
 
 >>> import numpy as np
 >>> from buddylib.compressors import peers
@@ -53,35 +55,45 @@ DF11_GAP_BITS = 5
 _DF11_EOF = -1  # dahuffman's end-of-file symbol: frequency 1, ordered before every exponent on a tie
 
 
+#: Bytes of a value of each format.
+WORD_BYTES = {"bf16": 2, "fp16": 2, "e4m3": 1}
+
+
 def _bits16(a: object, fmt: str | None, name: str = "a") -> tuple[np.ndarray, str]:
-    """Flat uint16 bit patterns of ``a`` and its format, checking dtype, format and emptiness."""
+    """Flat bit patterns of ``a`` (uint16; uint8 for FP8) and its format, checking dtype, format and emptiness."""
     inferred: str | None = None
     if type(a).__module__.split(".")[0] == "torch":
         import torch  # only for a tensor given as one: torch is never imported otherwise
 
         tensor: Any = a
-        kinds = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.int16: None, torch.uint16: None}
+        kinds = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.int16: None, torch.uint16: None,
+                 torch.float8_e4m3fn: "e4m3", torch.uint8: None, torch.int8: None}
         if tensor.dtype not in kinds:
-            raise ValueError(f"{name}: torch dtype {tensor.dtype} is not a 16-bit float or its bits "
-                             "(bfloat16, float16, int16, uint16)")
+            raise ValueError(f"{name}: torch dtype {tensor.dtype} is not a 16-bit or FP8 float or its bits "
+                             "(bfloat16, float16, float8_e4m3fn, int16, uint16, int8, uint8)")
         inferred = kinds[tensor.dtype]
-        arr = tensor.detach().cpu().contiguous().view(torch.int16).numpy().view(np.uint16)
+        small = tensor.dtype.itemsize == 1
+        arr = tensor.detach().cpu().contiguous().view(torch.uint8 if small else torch.int16).numpy()
+        arr = arr.view(np.uint8 if small else np.uint16)
     else:
         arr = np.asarray(a)
         dt = arr.dtype
-        if dt.itemsize != 2 or not (dt.kind in "ui" or dt.name in ("float16", "bfloat16")):
-            raise ValueError(f"{name}: dtype {dt} is not a 16-bit float; pass float16, bfloat16 or the bf16/fp16 "
-                             "bit patterns as uint16")
-        inferred = {"float16": "fp16", "bfloat16": "bf16"}.get(dt.name)
+        if not ((dt.itemsize == 2 and (dt.kind in "ui" or dt.name in ("float16", "bfloat16")))
+                or (dt.itemsize == 1 and (dt.kind in "ui" or dt.name == "float8_e4m3fn"))):
+            raise ValueError(f"{name}: dtype {dt} is not a 16-bit or FP8 float; pass float16, bfloat16, "
+                             "float8_e4m3fn or their bit patterns as uint16 (uint8 for FP8)")
+        inferred = {"float16": "fp16", "bfloat16": "bf16", "float8_e4m3fn": "e4m3"}.get(dt.name)
         if not dt.isnative:
             arr = arr.astype(dt.newbyteorder("="))
-        arr = np.ascontiguousarray(arr).reshape(-1).view(np.uint16)
+        arr = np.ascontiguousarray(arr).reshape(-1).view(np.uint16 if dt.itemsize == 2 else np.uint8)
     if fmt is None:
-        fmt = inferred or "bf16"
+        fmt = inferred or ("bf16" if arr.itemsize == 2 else "e4m3")
     elif fmt not in FORMATS:
-        raise ValueError(f"fmt: unknown 16-bit format {fmt!r}; available: {', '.join(FORMATS)}")
+        raise ValueError(f"fmt: unknown float format {fmt!r}; available: {', '.join(FORMATS)}")
     elif inferred is not None and fmt != inferred:
         raise ValueError(f"fmt: {fmt!r} given for {name} of format {inferred!r}")
+    if WORD_BYTES[fmt] != arr.itemsize:
+        raise ValueError(f"fmt: {fmt!r} values are {WORD_BYTES[fmt]} bytes, {name} holds {arr.itemsize}-byte words")
     if arr.size == 0:
         raise ValueError(f"{name}: empty tensor; a whole-tensor code needs at least one value")
     return arr.reshape(-1), fmt
@@ -101,7 +113,7 @@ def exponent_entropy_bytes(a: object, fmt: str | None = None) -> float:
     """The Shannon bound in bytes of a code that keeps sign and mantissa raw: ``N * (H + 1 + M) / 8``.
 
     ``H`` is the empirical entropy of the exponent field (order 0, code book not counted) and ``1 + M`` the raw
-    sign and mantissa bits (8 for bf16, 11 for fp16). No such code beats it by coding exponents one at a
+    sign and mantissa bits (8 for bf16, 11 for fp16, 4 for e4m3). No such code beats it by coding exponents one at a
     time; DFloat11 and ZipNN's exponent stream sit just above it. A float: a bound, not a stored size.
     """
     w, fmt = _bits16(a, fmt)
@@ -245,7 +257,8 @@ def _zipnn(fmt: str, threads: int) -> Any:
     if threads < 1:
         raise ValueError(f"threads: at least 1, got {threads}")
     return zipnn.ZipNN(method="HUFFMAN", input_format="byte",
-                       bytearray_dtype={"bf16": "bfloat16", "fp16": "float16"}[fmt], threads=threads)
+                       bytearray_dtype={"bf16": "bfloat16", "fp16": "float16", "e4m3": "float8_e4m3fn"}[fmt],
+                       threads=threads)
 
 
 def zipnn_compress(a: object, fmt: str | None = None, threads: int = 1) -> bytes:
@@ -262,11 +275,11 @@ def zipnn_compress(a: object, fmt: str | None = None, threads: int = 1) -> bytes
 
 
 def zipnn_decompress(blob: bytes, fmt: str = "bf16", threads: int = 1) -> np.ndarray:
-    """The 16-bit patterns (uint16) of a :func:`zipnn_compress` stream of format ``fmt``."""
+    """The bit patterns (uint16; uint8 for e4m3) of a :func:`zipnn_compress` stream of format ``fmt``."""
     if fmt not in FORMATS:
-        raise ValueError(f"fmt: unknown 16-bit format {fmt!r}; available: {', '.join(FORMATS)}")
+        raise ValueError(f"fmt: unknown float format {fmt!r}; available: {', '.join(FORMATS)}")
     out = _zipnn(fmt, threads).decompress(bytearray(blob))  # a copy: the stream is not the caller's to change
-    return np.frombuffer(out, dtype=np.uint16)  # zipnn returns a new bytearray: the array owns it, writable
+    return np.frombuffer(out, dtype=np.uint16 if WORD_BYTES[fmt] == 2 else np.uint8)  # a new bytearray: writable
 
 
 def zipnn_bytes(a: object, fmt: str | None = None, threads: int = 1) -> int:
@@ -286,7 +299,7 @@ def zipnn_available() -> bool:
 def peer_bytes(a: object, peer: str, fmt: str | None = None) -> float:
     """Size in bytes of ``a`` under one of :data:`PEERS` (a float only for the entropy bound)."""
     if peer == "dfloat11":
-        if fmt not in (None, "bf16"):
+        if fmt not in (None, "bf16") or _bits16(a, fmt)[1] != "bf16":
             raise ValueError(f"fmt: DFloat11 codes bf16 tensors only; got {fmt!r}")
         return dfloat11_bytes(a)
     if peer == "zipnn":

@@ -3,7 +3,8 @@
 Speed is a feature of this suite, so it is measured here (``make bench``), never asserted
 in a timed test. Four data kinds stand for what GPU memory holds: post-ReLU activations
 (sparse float32), a smooth float64 simulation field, random 32-bit words (the incompressible
-worst case), and bf16 weights (an LLM's; the 16-bit floats' code ``ebo-bf16`` runs on them only).
+worst case), and bf16 weights (an LLM's); fp16 weights are a fifth kind for the 16-bit codes alone. The
+16-bit floats' code ``ebo`` runs on those two only, beside ZipNN, the whole-tensor coder made for them.
 
 Every operation is timed twice, after a warm-up call that loads (or compiles) numba's kernels:
 on one thread (**per core**: MB/s divided by the one thread used) and on every thread
@@ -11,7 +12,7 @@ on one thread (**per core**: MB/s divided by the one thread used) and on every t
 with the fastest and slowest. zstd level 1 and lz4 run on the same bytes in the same run: per
 core, one call on the whole buffer; per machine, one slice per thread on a thread pool (both
 release the GIL). Our speeds are given as ratios to theirs, per core and per machine, and the
-targets of issue 14 are checked against those measured numbers.
+targets of issues 14 and 42 are checked against those measured numbers.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ from buddylib.threads import numba_threads
 
 MiB = 1 << 20
 KINDS = ("sparse", "smooth", "random", "bf16")
+#: The kinds the 16-bit codes run on (their format: the EBO variant and ZipNN's input format), and every kind.
+KINDS_16 = ("bf16", "fp16")
+ALL_KINDS = (*KINDS, "fp16")
 #: The kinds issue 14's targets are stated for.
 TARGET_KINDS = ("sparse", "smooth", "random")
 PEERS = ("zstd-1", "lz4")
@@ -48,13 +52,16 @@ MIN_REPEAT = 5  # a median of fewer calls says little
 OURS = (("bpc32", "size"), ("bpc32", "encode"), ("bpc32", "decode"), ("bpc64", "size"), ("bpc64", "encode"),
         ("bpc64", "decode"), ("bdi", "size"), ("fpc", "size"), ("zvc", "size"))
 #: ... and on the 16-bit floats only, the code made for them.
-OURS_16 = (("ebo-bf16", "size"), ("ebo-bf16", "encode"), ("ebo-bf16", "decode"))
+OURS_16 = {k: ((f"ebo-{k}", "size"), (f"ebo-{k}", "encode"), (f"ebo-{k}", "decode")) for k in KINDS_16}
 PEER_OPERATION = {"size": "compress", "encode": "compress", "decode": "decompress"}
 #: Issue 14's targets: BPC-32's size path at least 3x zstd-1's compression per core on every
 #: compressible kind (one that zstd-1 shrinks by more than 1%), and BPC-64 encode and decode at
 #: least 300 MB/s per core on every kind.
 SPEEDUP_TARGET = 3.0
 BPC64_TARGET_MB_S = 300.0
+#: Issue 42's: EBO encode and decode at least ZipNN's compress and decompress per core, and EBO's size path at
+#: least 3 GB/s per core, on the 16-bit kinds.
+EBO_SIZE_TARGET_MB_S = 3000.0
 COMPRESSIBLE = 1.01
 
 
@@ -75,7 +82,9 @@ def make_data(kind: str, nbytes: int, seed: int = 0) -> np.ndarray:
         return rng.integers(0, 2**32, nbytes // 4, dtype=np.uint32)
     if kind == "bf16":
         return bf16_weights(nbytes // 2, rng)
-    raise ValueError(f"unknown data kind {kind!r}; available: {', '.join(KINDS)}")
+    if kind == "fp16":
+        return fp16_weights(nbytes // 2, rng)
+    raise ValueError(f"unknown data kind {kind!r}; available: {', '.join(ALL_KINDS)}")
 
 
 def bf16_weights(n: int, rng: np.random.Generator, block: int = 1 << 16) -> np.ndarray:
@@ -86,6 +95,14 @@ def bf16_weights(n: int, rng: np.random.Generator, block: int = 1 << 16) -> np.n
     x = rng.standard_normal(n, dtype=np.float32) * np.repeat(scale, block)[:n]
     bits = x.view(np.uint32)
     return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)  # no NaN here: plain RNE
+
+
+def fp16_weights(n: int, rng: np.random.Generator, block: int = 1 << 16) -> np.ndarray:
+    """``n`` fp16 values (their bits, uint16) shaped as :func:`bf16_weights`'s, cast to fp16 (numpy rounds to
+    nearest even; the layer scales keep them normal)."""
+    scale = np.exp(rng.uniform(np.log(0.005), np.log(0.1), -(-n // block))).astype(np.float32)
+    x = rng.standard_normal(n, dtype=np.float32) * np.repeat(scale, block)[:n]
+    return x.astype(np.float16).view(np.uint16)
 
 
 def relu_feature_maps(n: int, rng: np.random.Generator, side: int = 32, coarse: int = 4) -> np.ndarray:
@@ -133,8 +150,9 @@ def run(mib: int = 256, repeat: int = MIN_REPEAT, seed: int = 0, threads: int | 
     load = getattr(os, "getloadavg", lambda: (float("nan"),))()[0]  # other work on the machine skews timings
     peers = tuple((p, o) for p in PEERS for o in ("compress", "decompress"))
     peers_16 = tuple((p, o) for p in peers16_installed() for o in ("compress", "decompress"))
-    steps = [(k, c, o) for k in KINDS for c, o in (*OURS, *(OURS_16 if k == "bf16" else ()), *peers,
-                                                   *(peers_16 if k == "bf16" else ()))]
+    steps = [(k, c, o) for k in ALL_KINDS for c, o in (*(OURS if k in KINDS else ()), *OURS_16.get(k, ()),
+                                                       *(peers if k in KINDS else ()),
+                                                       *(peers_16 if k in KINDS_16 else ()))]
     rows: list[dict] = []
     bar = tqdm(steps, desc="bench", disable=not progress, unit="step")
     data: dict[str, np.ndarray] = {}
@@ -234,17 +252,18 @@ def peers16_installed() -> tuple[str, ...]:
 
 
 def _measure_peer16(x: np.ndarray, kind: str, compressor: str, operation: str, threads: int, repeat: int) -> dict:
-    """ZipNN on the bf16 bits: per core with one thread, per machine with its own ``threads`` threads."""
+    """ZipNN on the 16-bit floats' bits (``kind`` is their format): per core with one thread, per machine with
+    its own ``threads`` threads."""
     from buddylib.compressors import peers
 
-    blob = peers.zipnn_compress(x, "bf16")
+    blob = peers.zipnn_compress(x, kind)
     ratio = x.nbytes / len(blob)
     t = {}
     for n in dict.fromkeys((1, threads)):
         if operation == "compress":
-            fn: Callable[[], object] = lambda n=n: peers.zipnn_compress(x, "bf16", n)  # noqa: E731
+            fn: Callable[[], object] = lambda n=n: peers.zipnn_compress(x, kind, n)  # noqa: E731
         else:
-            fn = lambda n=n: peers.zipnn_decompress(blob, "bf16", n)  # noqa: E731
+            fn = lambda n=n: peers.zipnn_decompress(blob, kind, n)  # noqa: E731
         fn()
         t[n], out = _times(fn, repeat)
         if operation == "decompress" and np.asarray(out).tobytes() != x.tobytes():
@@ -253,12 +272,14 @@ def _measure_peer16(x: np.ndarray, kind: str, compressor: str, operation: str, t
 
 
 def _with_ratios(df: pd.DataFrame) -> pd.DataFrame:
-    """Add our speed over each peer's (per core, per machine), from rows of the same run."""
+    """Add our speed over each peer's (per core, per machine), from rows of the same run: zstd-1's and lz4's,
+    and on the 16-bit kinds ZipNN's (NaN where a peer did not run)."""
     df = df.copy()
-    peers = df[df.compressor.isin(PEERS)].set_index(["kind", "compressor", "operation"])
-    for peer in PEERS:
+    all_peers = (*PEERS, *PEERS_16)
+    peers = df[df.compressor.isin(all_peers)].set_index(["kind", "compressor", "operation"])
+    for peer in all_peers:
         for scope, col in (("per_core", "MB_per_s_per_core"), ("per_machine", "MB_per_s")):
-            theirs = [peers[col].get((k, peer, PEER_OPERATION.get(o, "")), np.nan) if c not in PEERS else np.nan
+            theirs = [peers[col].get((k, peer, PEER_OPERATION.get(o, "")), np.nan) if c not in all_peers else np.nan
                       for k, c, o in zip(df.kind, df.compressor, df.operation, strict=True)]
             df[f"vs_{peer}_{scope}"] = df[col] / np.array(theirs, dtype=float)
     return df
@@ -269,10 +290,11 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
     our speed over zstd-1's and lz4's per core, and the compression ratio."""
     def wide(col: str, digits: int) -> pd.DataFrame:
         return df.pivot_table(index=["compressor", "operation"], columns="kind", values=col,
-                              sort=False)[list(KINDS)].round(digits)
+                              sort=False).reindex(columns=list(ALL_KINDS)).round(digits)
 
     parts = {"MB/s per core": wide("MB_per_s_per_core", 0), "MB/s per machine": wide("MB_per_s", 0),
              "x zstd-1 per core": wide("vs_zstd-1_per_core", 2), "x lz4 per core": wide("vs_lz4_per_core", 2),
+             "x ZipNN per core": wide("vs_zipnn_per_core", 2),
              "ratio": wide("ratio", 2)}
     return pd.concat(parts, axis=1)
 
@@ -285,7 +307,7 @@ def spread(df: pd.DataFrame) -> pd.DataFrame:
                     zip(d[col], d[f"{col}_min"], d[f"{col}_max"], strict=True)]
     wide = d.pivot_table(index=["compressor", "operation"], columns="kind", values=["per core", "per machine"],
                          aggfunc="first", sort=False)
-    return wide.reindex(columns=pd.MultiIndex.from_product([["per core", "per machine"], list(KINDS)]))
+    return wide.reindex(columns=pd.MultiIndex.from_product([["per core", "per machine"], list(ALL_KINDS)]))
 
 
 def scaling(df: pd.DataFrame) -> pd.Series:
@@ -295,7 +317,8 @@ def scaling(df: pd.DataFrame) -> pd.Series:
 
 
 def targets(df: pd.DataFrame) -> pd.DataFrame:
-    """Issue 14's targets checked against the measured medians (on :data:`TARGET_KINDS`): one row per
+    """Issue 14's targets (on :data:`TARGET_KINDS`) and issue 42's (on :data:`KINDS_16`; against ZipNN only
+    where it is installed) checked against the measured medians: one row per
     (target, kind) with the measured value, the target, whether it is met and the margin (measured / target)."""
     rows = []
     zstd = df[(df.compressor == "zstd-1") & (df.operation == "compress")].set_index("kind")
@@ -312,6 +335,16 @@ def targets(df: pd.DataFrame) -> pd.DataFrame:
                 rows.append({"target": f"BPC-64 {op} >= {BPC64_TARGET_MB_S:g} MB/s per core", "kind": kind,
                              "measured": sel.loc[kind, "MB_per_s_per_core"], "target_value": BPC64_TARGET_MB_S,
                              "unit": "MB/s"})
+    for kind in KINDS_16:
+        ebo = df[(df.compressor == f"ebo-{kind}") & (df.kind == kind)].set_index("operation")
+        if "size" in ebo.index:
+            rows.append({"target": f"EBO size >= {EBO_SIZE_TARGET_MB_S:g} MB/s per core", "kind": kind,
+                         "measured": ebo.loc["size", "MB_per_s_per_core"], "target_value": EBO_SIZE_TARGET_MB_S,
+                         "unit": "MB/s"})
+        for op, peer_op in (("encode", "compress"), ("decode", "decompress")):
+            if op in ebo.index and np.isfinite(ebo.loc[op].get("vs_zipnn_per_core", np.nan)):
+                rows.append({"target": f"EBO {op} >= ZipNN {peer_op}, per core", "kind": kind,
+                             "measured": ebo.loc[op, "vs_zipnn_per_core"], "target_value": 1.0, "unit": "x ZipNN"})
     t = pd.DataFrame(rows, columns=["target", "kind", "measured", "target_value", "unit"])
     t["met"] = t["measured"] >= t["target_value"]
     t["margin"] = t["measured"] / t["target_value"]
@@ -414,7 +447,7 @@ def write(df: pd.DataFrame, out: Path) -> dict[str, Path]:
         "against compress, decode against decompress). Ratio: per-entry compressors give the ideal ratio "
         "bytes / (32 B x sectors); zstd and lz4 bytes / compressed bytes.",
         "",
-        "**Targets (issue 14)**",
+        "**Targets (issues 14 and 42)**",
         "",
         *_target_lines(t),
         "",
@@ -433,9 +466,10 @@ def write(df: pd.DataFrame, out: Path) -> dict[str, Path]:
         "**Our speed over the peers' per machine (all threads each)**",
         "",
         "```",
-        df[~df.compressor.isin(PEERS)].pivot_table(index=["compressor", "operation"], columns="kind",
-                                                   values=["vs_zstd-1_per_machine", "vs_lz4_per_machine"],
-                                                   sort=False).round(2).to_string(),
+        df[~df.compressor.isin((*PEERS, *PEERS_16))].pivot_table(
+            index=["compressor", "operation"], columns="kind", values=[
+                c for c in ("vs_zstd-1_per_machine", "vs_lz4_per_machine", "vs_zipnn_per_machine") if c in df],
+            sort=False).round(2).to_string(),
         "```",
         "",
         "BPC-32 size path, all threads over one thread:",
@@ -483,12 +517,13 @@ def plot(df: pd.DataFrame, out: Path) -> dict[str, Path]:
     d["what"] = d["compressor"] + " " + d["operation"]
     order = list(dict.fromkeys(d["what"]))
     threads = int(d["threads"].iloc[0])
-    fig, axes = plt.subplots(1, len(KINDS), figsize=(5.2 * len(KINDS), 0.42 * len(order) + 2.2), sharey=True,
+    kinds = [k for k in ALL_KINDS if k in set(d.kind)]
+    fig, axes = plt.subplots(1, len(kinds), figsize=(5.2 * len(kinds), 0.42 * len(order) + 2.2), sharey=True,
                              constrained_layout=True)
-    for ax, kind in zip(np.atleast_1d(axes), KINDS, strict=True):
+    for ax, kind in zip(np.atleast_1d(axes), kinds, strict=True):
         k = d[d.kind == kind].set_index("what").reindex(order)
         y = np.arange(len(order))
-        peer = k["compressor"].isin(PEERS).to_numpy()
+        peer = k["compressor"].isin((*PEERS, *PEERS_16)).to_numpy()
         med, lo, hi = (k[c].to_numpy() for c in ("MB_per_s_per_core", "MB_per_s_per_core_min",
                                                    "MB_per_s_per_core_max"))
         ax.barh(y, med, color=np.where(peer, "#c44e52", "#4c72b0"), height=0.7,
@@ -502,20 +537,27 @@ def plot(df: pd.DataFrame, out: Path) -> dict[str, Path]:
         if kind in TARGET_KINDS:
             ax.axvline(BPC64_TARGET_MB_S, color="grey", ls=":", lw=1,
                        label=f"target: BPC-64 encode/decode, {BPC64_TARGET_MB_S:g} MB/s per core")
+        if kind in KINDS_16:
+            ax.axvline(EBO_SIZE_TARGET_MB_S, color="#55a868", ls="--", lw=1,
+                       label=f"target: EBO size, {EBO_SIZE_TARGET_MB_S:g} MB/s per core")
         ax.set_xlim(left=min(100.0, 0.5 * float(np.nanmin(lo))))
-        ax.set(xscale="log", title=f"{kind} data (zstd-1 ratio {ratio:.2f})",
+        ax.set(xscale="log", title=f"{kind} data" + (f" (zstd-1 ratio {ratio:.2f})" if np.isfinite(ratio) else ""),
                xlabel="throughput (MB/s of input, log scale)")
         ax.grid(axis="x", which="both", alpha=0.3)
     first = np.atleast_1d(axes)[0]
     from matplotlib.patches import Patch
 
-    handles = [Patch(color="#4c72b0", label="ours, per core"), Patch(color="#c44e52", label="zstd-1 / lz4, per core"),
-               *np.atleast_1d(axes)[0].get_legend_handles_labels()[0]]
+    handles = [Patch(color="#4c72b0", label="ours, per core"),
+               Patch(color="#c44e52", label="zstd-1 / lz4 / ZipNN, per core")]
+    for ax in np.atleast_1d(axes):  # each target's line once
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            if label not in [x.get_label() for x in handles]:
+                handles.append(h)
     fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=8, frameon=False)
     first.set_yticks(np.arange(len(order)), order)
     first.invert_yaxis()
     fig.suptitle(f"Compressor throughput per core (bars: median of {int(d['repeat'].min())} calls on one thread, "
-                 "whiskers slowest-fastest; blue ours, red zstd-1 and lz4) and per machine (diamonds)", fontsize=10)
+                 "whiskers slowest-fastest; blue ours, red the peers) and per machine (diamonds)", fontsize=10)
     paths = dict(zip(("png", "svg"), outputs.save_figure(fig, out, "bench"), strict=True))
     plt.close(fig)
     return paths
