@@ -32,8 +32,10 @@ import xarray as xr
 from buddylib import paper
 from buddylib.studies import cache, fixtures
 from buddylib.studies.llm_measure import (
+    ALL_CODES,
     CAPACITY_GPUS,
     COMPRESSORS,
+    FP8_GROUPS,
     GROUPS,
     KERNEL_SCALES,
     PEERS,
@@ -44,9 +46,9 @@ from buddylib.studies.llm_measure import (
     runs,
 )
 
-__all__ = ["CAPACITY_GPUS", "COMMITTED", "COMPRESSORS", "GROUPS", "KERNEL_SCALES", "LLAMA2_7B", "PEERS", "THRESHOLDS",
-           "TOLERANCE", "capacity", "check_committed", "committed_path", "efficientnet_bf16", "key", "measure",
-           "ratio_table", "runs", "study", "write_committed"]
+__all__ = ["ALL_CODES", "CAPACITY_GPUS", "COMMITTED", "COMPRESSORS", "FP8_GROUPS", "GROUPS", "KERNEL_SCALES",
+           "LLAMA2_7B", "PEERS", "THRESHOLDS", "TOLERANCE", "capacity", "check_committed", "committed_path",
+           "efficientnet_bf16", "key", "measure", "ratio_table", "runs", "study", "write_committed"]
 
 #: A published 7B-class configuration to extrapolate to (Llama-2-7B, Touvron et al. 2023, Table 1 and its
 #: config.json): layers, hidden size, KV heads, head dim, parameters.
@@ -125,10 +127,11 @@ def check_committed(scale: str | float = "quick", seed: int = 0, fresh: xr.Datas
 
 def ratio_table(ds: xr.Dataset, threshold: float = 0.3) -> pd.DataFrame:
     """Per group: bytes, and the ratio under every code (ideal and Buddy's effective at ``threshold``) and peer."""
-    t = {f"{c} ideal": ds.ideal_ratio.sel(compressor=c).to_series() for c in COMPRESSORS}
-    t |= {f"{c} Buddy": ds.effective_ratio.sel(compressor=c, threshold=threshold).to_series() for c in COMPRESSORS}
+    codes = [c for c in ALL_CODES if c in ds.compressor.values]
+    t = {f"{c} ideal": ds.ideal_ratio.sel(compressor=c).to_series() for c in codes}
+    t |= {f"{c} Buddy": ds.effective_ratio.sel(compressor=c, threshold=threshold).to_series() for c in codes}
     t |= {p: ds.peer_ratio.sel(peer=p).to_series() for p in PEERS}
-    out = pd.DataFrame(t).reindex([g for g, *_ in GROUPS])
+    out = pd.DataFrame(t).reindex([g for g, *_ in GROUPS] + [g for g, _ in FP8_GROUPS if g in ds.group.values])
     out.insert(0, "MiB", ds.group_bytes.to_series() / 2**20)
     return out
 

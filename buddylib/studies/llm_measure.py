@@ -39,6 +39,18 @@ GROUPS = (
     ("AdamW moments fp32 (GPT)", "gpt_bf16", "optimizer"),
     ("activations (GPT)", "gpt_bf16", "activations"),
 )
+#: FP8 serving's copies of three 16-bit groups (issue 42): (label, the bf16 group cast), each tensor scaled to
+#: e4m3's range (its largest magnitude to :data:`E4M3_MAX`) and cast to nearest even, as a per-tensor FP8
+#: checkpoint or KV cache stores it; their per-entry codes (:data:`FP8_COMPRESSORS`).
+FP8_GROUPS = (
+    ("weights e4m3 (MiniLM)", "weights bf16 (MiniLM)"),
+    ("weights e4m3 (EfficientNet-Lite0)", "weights bf16 (EfficientNet-Lite0)"),
+    ("KV cache e4m3 (MiniLM)", "KV cache bf16 (MiniLM)"),
+)
+FP8_COMPRESSORS = ("bpc32", "bpc64", "ebo-e4m3")
+E4M3_MAX = 448.0
+#: Every code a group's row may have.
+ALL_CODES = (*COMPRESSORS, "ebo-e4m3")
 #: Decode kernels' sizes replayed, in multiples of MiniLM's (:func:`_slowdowns`).
 KERNEL_SCALES = (1, 4, 16)
 #: GPUs of the capacity question: name in :mod:`buddylib.timing.hardware` and the link to buddy memory.
@@ -87,45 +99,61 @@ def measure(scale: str | float = "quick", seed: int = 0, progress: bool = False,
     last = {n: r.snapshots[-1].allocations for n, r in made.items()}
     last["efficientnet"] = efficientnet_bf16()
     groups = [(label, [a for a in last[src] if a.kind == kind]) for label, src, kind in GROUPS]
+    by_label = dict(groups)
+    groups += [(label, [e4m3_copy(a) for a in by_label[src]]) for label, src in FP8_GROUPS]
     ratios = xr.concat([_group(label, allocs) for label, allocs in groups], "group")
     kv = xr.concat([_kv_point(s) for s in made["minilm_kv"].snapshots[1:]], "point")
-    ds = xr.merge([ratios, kv, _slowdowns(made["minilm_kv"])])
+    ds = xr.merge([ratios, kv, _slowdowns(made["minilm_kv"])], join="outer")  # FP8 rows: a code of their own
     ds["group_bytes"] = ("group", [sum(a.nbytes for a in allocs) for _, allocs in groups], {"units": "bytes"})
     ds.attrs.update(scale=str(scale), seed=seed, seconds=time.perf_counter() - t0,
                     gpt_losses=[float(x) for x in made["gpt_bf16"].workload.losses])
     return ds
 
 
+def e4m3_copy(a: Allocation) -> Allocation:
+    """``a`` (a bf16 tensor) as per-tensor FP8 stores it: scaled so its largest magnitude is :data:`E4M3_MAX`,
+    then cast to float8_e4m3fn, round to nearest even."""
+    import ml_dtypes
+
+    x = np.asarray(a.data).astype(np.float32)
+    amax = float(np.abs(x).max()) if x.size else 0.0
+    q = (x / np.float32(amax / E4M3_MAX if amax > 0 else 1.0)).astype(ml_dtypes.float8_e4m3fn)
+    return Allocation(a.name, kind=a.kind, dtype="float8_e4m3fn", shape=q.shape, nbytes=q.nbytes, data=q)
+
+
 def _group(label: str, allocs: list[Allocation]) -> xr.Dataset:
     """One group's ratios: ideal and effective (per threshold) under each per-entry code, and the peers' (EBO and
-    the bf16 peers where every tensor of the group is bf16); ``group_dtype``: its tensors' dtype, or ``mixed``."""
+    the 16-bit and FP8 peers where every tensor of the group is bf16, or every one e4m3); ``group_dtype``: its
+    tensors' dtype, or ``mixed``."""
     dtypes = {a.dtype for a in allocs}
-    bf16 = dtypes == {"bfloat16"}
-    comps = [c for c in COMPRESSORS if bf16 or not c.startswith("ebo")]
+    fmt = {frozenset({"bfloat16"}): "bf16", frozenset({"float8_e4m3fn"}): "e4m3"}.get(frozenset(dtypes))
+    bf16 = fmt == "bf16"
+    comps = list(FP8_COMPRESSORS) if fmt == "e4m3" else [c for c in COMPRESSORS if bf16 or not c.startswith("ebo")]
     snap = Snapshot(label, list(allocs))  # the runs' sectors reused; the EfficientNet checkpoint's computed
     ds = analyze(snap, comps, thresholds=list(THRESHOLDS), progress=False).isel(snapshot=0)
     out = xr.Dataset({"ideal_ratio": ds.ideal_ratio_total, "effective_ratio": ds.effective_ratio})
-    out = out.reindex(compressor=list(COMPRESSORS))
+    out = out.reindex(compressor=list(ALL_CODES))
     raw = sum(a.nbytes for a in allocs)
-    out["peer_ratio"] = ("peer", [raw / b if b else np.nan for b in (_peer_bytes(p, allocs, bf16) for p in PEERS)])
+    out["peer_ratio"] = ("peer", [raw / b if b else np.nan for b in (_peer_bytes(p, allocs, fmt) for p in PEERS)])
     return out.drop_vars(["snapshot", "step", "workload"], errors="ignore").assign_coords(
         peer=list(PEERS)).expand_dims(group=[label]).assign_coords(
         group_dtype=("group", [dtypes.pop() if len(dtypes) == 1 else "mixed"]))
 
 
-def _peer_bytes(peer: str, allocs: list[Allocation], bf16: bool) -> float:
-    """Compressed bytes of ``allocs`` under a whole-tensor ``peer`` (each tensor compressed alone); NaN where the
-    peer does not apply (DFloat11 and the exponent bound on fp32 tensors) or is not installed (ZipNN)."""
+def _peer_bytes(peer: str, allocs: list[Allocation], fmt: str | None) -> float:
+    """Compressed bytes of ``allocs`` under a whole-tensor ``peer`` (each tensor compressed alone), ``fmt`` the
+    float format of every tensor (``bf16``, ``e4m3``) or None; NaN where the peer does not apply (DFloat11 and
+    the exponent bound on fp32 tensors, DFloat11 on FP8) or is not installed (ZipNN)."""
     total = 0.0
     for a in allocs:
         x = np.asarray(a.data)
         if peer == "zstd-1":
             total += reference_bytes(x, "zstd", 1)
             continue
-        if not bf16 or x.dtype.itemsize != 2:
+        if fmt is None or (peer == "dfloat11" and fmt != "bf16"):
             return math.nan
         try:
-            total += peers.peer_bytes(x.view(np.uint16), peer, "bf16")
+            total += peers.peer_bytes(x.view(np.uint16 if fmt == "bf16" else np.uint8), peer, fmt)
         except ImportError:  # zipnn not installed (it needs a C compiler to build)
             return math.nan
     return total
@@ -139,7 +167,7 @@ def _kv_point(snap: Snapshot) -> xr.Dataset:
     raw = sum(a.nbytes for a in kv)
     return xr.Dataset({
         "kv_ideal_ratio": ds.ideal_ratio_total, "kv_effective_ratio": ds.effective_ratio,
-        "kv_peer_ratio": ("peer", [raw / _peer_bytes(p, kv, True) for p in PEERS]),
+        "kv_peer_ratio": ("peer", [raw / _peer_bytes(p, kv, "bf16") for p in PEERS]),
         "kv_length": ((), t), "kv_batch": ((), b), "kv_bytes": ((), raw),
     }).drop_vars(["snapshot", "step", "workload", "threshold"], errors="ignore").assign_coords(
         peer=list(PEERS)).expand_dims(point=[f"{t} tokens x {b}"])
