@@ -159,7 +159,8 @@ def test_constants_have_one_home() -> None:
     from buddylib import compressors, layout, paper
     from buddylib.studies import experiments
 
-    assert [*compressors.ALL_COMPRESSORS, *compressors.FLOAT16_COMPRESSORS] == compressors.names()
+    assert [*compressors.ALL_COMPRESSORS, *compressors.FLOAT16_COMPRESSORS, *compressors.FLOAT8_COMPRESSORS] == \
+        compressors.names()
     assert set(compressors.DEFAULT_COMPRESSORS) < set(compressors.ALL_COMPRESSORS)
     assert layout.DEFAULT_THRESHOLD == paper.HEADLINE["threshold"]
     assert experiments.geometric_mean(np.array([1.0, 4.0])) == pytest.approx(2.0)
