@@ -62,3 +62,23 @@ def test_kernel_scale_repeats_every_kernels_bytes_and_flops() -> None:
     (k,) = rep.kernels
     assert k.flops == 30.0 and [(x.allocation, x.fraction) for x in k.accesses] == [(f"w#{i}", 0.5) for i in range(3)]
     assert llm_measure._repeated(snap, prof, 1) == (snap.allocations, prof)
+
+
+def test_entry_sectors_generalise_ebo_to_bigger_entries_and_finer_sectors() -> None:
+    """EBO's length for 128-, 256- and 512-byte entries (as many values, a mask of as many bits) in 32- and 16-byte
+    sectors: the module docstring's formula, raw where longer than the entry, 0 for an all-zero entry; at 128 and
+    32 bytes the registered code's sectors."""
+    from buddylib import compressors
+    from buddylib.studies.llm_measure import entry_sectors
+
+    ones = np.full(256, 0x3F80, np.uint16)  # 1.0 in bf16: z = 0, k = 0, 8 bits a value
+    assert entry_sectors(ones, "bf16", 256, 32).tolist() == [-(-(1 + 8 + 3 + 128 * 8) // 256)] * 2  # 5 of 8
+    assert entry_sectors(ones, "bf16", 512, 16).tolist() == [-(-(1 + 8 + 3 + 256 * 8) // 128)]  # 17 of 32
+    assert entry_sectors(np.zeros(300, np.uint16), "bf16", 512, 16).tolist() == [0, 0]  # padded to whole entries
+    rng = np.random.default_rng(0)
+    noise = rng.integers(0, 1 << 16, 4096, dtype=np.uint16)
+    assert (entry_sectors(noise, "bf16", 256, 16) == 16).all()  # raw: longer than the entry
+    w = (rng.standard_normal(8192).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    assert np.array_equal(entry_sectors(w, "bf16", 128, 32), compressors.sectors(w, "ebo-bf16"))
+    f8 = rng.integers(0, 256, 8192, dtype=np.uint8)
+    assert np.array_equal(entry_sectors(f8, "e4m3", 128, 32), compressors.sectors(f8, "ebo-e4m3"))

@@ -51,6 +51,10 @@ FP8_COMPRESSORS = ("bpc32", "bpc64", "ebo-e4m3")
 E4M3_MAX = 448.0
 #: Every code a group's row may have.
 ALL_CODES = (*COMPRESSORS, "ebo-e4m3")
+#: Entry and sector sizes of the entry x sector study (issue 42; the paper's are 128 and 32), on the groups of
+#: 16-bit and FP8 floats under EBO generalised to the entry (:func:`entry_sectors`).
+ENTRY_SIZES = (128, 256, 512)
+SECTOR_SIZES = (32, 16)
 #: Decode kernels' sizes replayed, in multiples of MiniLM's (:func:`_slowdowns`).
 KERNEL_SCALES = (1, 4, 16)
 #: GPUs of the capacity question: name in :mod:`buddylib.timing.hardware` and the link to buddy memory.
@@ -105,6 +109,8 @@ def measure(scale: str | float = "quick", seed: int = 0, progress: bool = False,
     kv = xr.concat([_kv_point(s) for s in made["minilm_kv"].snapshots[1:]], "point")
     ds = xr.merge([ratios, kv, _slowdowns(made["minilm_kv"])], join="outer")  # FP8 rows: a code of their own
     ds["group_bytes"] = ("group", [sum(a.nbytes for a in allocs) for _, allocs in groups], {"units": "bytes"})
+    ds = xr.merge([ds, xr.concat([_entry_study(label, allocs) for label, allocs in groups
+                                  if _format(allocs) is not None], "group")], join="outer")
     ds.attrs.update(scale=str(scale), seed=seed, seconds=time.perf_counter() - t0,
                     gpt_losses=[float(x) for x in made["gpt_bf16"].workload.losses])
     return ds
@@ -121,12 +127,62 @@ def e4m3_copy(a: Allocation) -> Allocation:
     return Allocation(a.name, kind=a.kind, dtype="float8_e4m3fn", shape=q.shape, nbytes=q.nbytes, data=q)
 
 
+def _format(allocs: list[Allocation]) -> str | None:
+    """``bf16`` or ``e4m3`` where every tensor of a group holds that format, else None."""
+    return {frozenset({"bfloat16"}): "bf16", frozenset({"float8_e4m3fn"}): "e4m3"}.get(
+        frozenset(a.dtype for a in allocs))
+
+
+def entry_sectors(x: np.ndarray, fmt: str, entry: int, sector: int) -> np.ndarray:
+    """Sectors each ``entry``-byte entry of ``x`` (zero-padded to whole entries) takes in ``sector``-byte
+    sectors under EBO's code generalised to that entry (``entry / word`` values, a mask of as many bits;
+    :mod:`~buddylib.compressors.ebo`): its length rounded up to whole sectors, ``entry / sector`` (raw) where
+    longer than the entry, 0 for an all-zero entry (flagged, as at 128 and 32 bytes)."""
+    from buddylib.compressors import ebo
+
+    e_bits, m_bits = ebo.FORMATS[fmt]
+    word = np.dtype(np.uint16 if 1 + e_bits + m_bits == 16 else np.uint8)
+    b = np.ascontiguousarray(x).reshape(-1).view(np.uint8)
+    b = np.concatenate([b, np.zeros((-b.size) % entry, np.uint8)])
+    words = b.view(word).reshape(-1, entry // word.itemsize)
+    words.flags.writeable = False  # the kernels' read-only signature (abc.readonly)
+    bits = ebo._bits(words, e_bits, m_bits).astype(np.int64)
+    n = entry // sector
+    s = np.minimum(-(-bits // (8 * sector)), n)
+    return np.where(bits == 1 + words.shape[1], 0, s)  # only the all-zero entry is as short as its mask
+
+
+def _entry_study(label: str, allocs: list[Allocation], threshold: float = 0.3) -> xr.Dataset:
+    """One group's ideal and Buddy-effective ratio (at ``threshold``) under EBO per (entry, sector) size: each
+    allocation at the most aggressive whole number of sectors per entry that overflows at most ``threshold`` of
+    its entries, its metadata ``ceil(log2(n + 1)) + 1`` bits an entry for ``n`` sectors an entry (the paper's 4 at
+    128 and 32 bytes)."""
+    fmt = _format(allocs)
+    raw = sum(a.nbytes for a in allocs)
+    ideal = np.empty((len(ENTRY_SIZES), len(SECTOR_SIZES)))
+    effective = np.empty_like(ideal)
+    for i, entry in enumerate(ENTRY_SIZES):
+        for j, sector in enumerate(SECTOR_SIZES):
+            n = entry // sector
+            stored = device = 0.0
+            for a in allocs:
+                s = entry_sectors(np.asarray(a.data), fmt, entry, sector)
+                over = s.size - np.cumsum(np.bincount(s, minlength=n + 1))  # over[t]: entries above t sectors
+                t = int(np.flatnonzero(over[1:] <= threshold * s.size + 1e-9)[0]) + 1
+                stored += float(s.sum()) * sector
+                device += s.size * (t * sector + (math.ceil(math.log2(n + 1)) + 1) / 8)
+            ideal[i, j], effective[i, j] = raw / stored if stored else math.inf, raw / device
+    dims = ("group", "entry_bytes", "sector_bytes")
+    return xr.Dataset({"entry_ideal_ratio": (dims, ideal[None]), "entry_effective_ratio": (dims, effective[None])},
+                      coords={"group": [label], "entry_bytes": list(ENTRY_SIZES), "sector_bytes": list(SECTOR_SIZES)})
+
+
 def _group(label: str, allocs: list[Allocation]) -> xr.Dataset:
     """One group's ratios: ideal and effective (per threshold) under each per-entry code, and the peers' (EBO and
     the 16-bit and FP8 peers where every tensor of the group is bf16, or every one e4m3); ``group_dtype``: its
     tensors' dtype, or ``mixed``."""
     dtypes = {a.dtype for a in allocs}
-    fmt = {frozenset({"bfloat16"}): "bf16", frozenset({"float8_e4m3fn"}): "e4m3"}.get(frozenset(dtypes))
+    fmt = _format(allocs)
     bf16 = fmt == "bf16"
     comps = list(FP8_COMPRESSORS) if fmt == "e4m3" else [c for c in COMPRESSORS if bf16 or not c.startswith("ebo")]
     snap = Snapshot(label, list(allocs))  # the runs' sectors reused; the EfficientNet checkpoint's computed
