@@ -74,6 +74,7 @@ import numpy as np
 
 from buddylib.compressors import bpc_stream
 from buddylib.compressors.abc import chunk_body, readonly, serial
+from buddylib.compressors.bpc_kernels import _bswap32, _put  # BPC's branch-free code writer
 from buddylib.compressors.coded import Coded
 from buddylib.entries import ENTRY_BYTES, as_entries
 
@@ -161,24 +162,6 @@ _DEBRUIJN = 0x03F79D71B4CB0A89
 _CTZ = np.zeros(64, dtype=np.int8)
 for _i in range(64):
     _CTZ[(((1 << _i) * _DEBRUIJN) & 0xFFFFFFFFFFFFFFFF) >> 58] = _i
-
-
-@nb.njit(inline="always")
-def _bswap32(x):
-    """The low 32 bits of x, byte-reversed (a single instruction once compiled)."""
-    return (((x & np.uint64(0xFF)) << np.uint64(24)) | ((x & np.uint64(0xFF00)) << np.uint64(8))
-            | ((x >> np.uint64(8)) & np.uint64(0xFF00)) | ((x >> np.uint64(24)) & np.uint64(0xFF)))
-
-
-@nb.njit(inline="always")
-def _put(o32, acc, pos, value, nbits):
-    """Append the low ``nbits`` (0..32) of ``value`` to the code, MSB first; return ``(acc, pos)``. As BPC's:
-    ``acc`` holds the code's last bits, ``pos`` its length, and the last complete 32-bit word is stored
-    big-endian at ``o32[pos // 32]`` on every call, with no branch (``nbits = 0`` appends nothing)."""
-    acc = (acc << np.uint64(nbits)) | np.uint64(value)
-    pos += nbits
-    o32[np.uint64(pos) >> np.uint64(5)] = np.uint32(_bswap32(acc >> np.uint64(pos & 31)))
-    return acc, pos
 
 
 @chunk_body
