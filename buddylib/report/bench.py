@@ -131,7 +131,7 @@ def _times(fn: Callable[[], object], repeat: int) -> tuple[np.ndarray, object]:
 
 
 def run(mib: int = 256, repeat: int = MIN_REPEAT, seed: int = 0, threads: int | None = None,
-        progress: bool = True, crossover: bool = True) -> pd.DataFrame:
+        progress: bool = True, crossover: bool = True, kinds: tuple[str, ...] = ALL_KINDS) -> pd.DataFrame:
     """Time every compressor and the peers on every data kind; one row per (kind, compressor, operation).
 
     Columns: ``kind, compressor, operation, bytes, threads, repeat``; per core (one thread)
@@ -141,8 +141,9 @@ def run(mib: int = 256, repeat: int = MIN_REPEAT, seed: int = 0, threads: int | 
     ``bits_ratio`` (bytes x 8 / sum of code bits); and our speed over each peer's, per core and
     per machine: ``vs_zstd-1_per_core``, ``vs_lz4_per_core``, ``vs_zstd-1_per_machine``,
     ``vs_lz4_per_machine`` (size and encode against compress, decode against decompress).
-    ``repeat`` is raised to at least 5. With ``crossover``, ``df.attrs["crossover"]`` holds
-    :func:`parallel_crossover`'s table (as ``DataFrame.to_dict()``), which :func:`write` reports.
+    ``repeat`` is raised to at least 5; ``kinds``: the data kinds to run (default every one). With
+    ``crossover``, ``df.attrs["crossover"]`` holds :func:`parallel_crossover`'s table (as
+    ``DataFrame.to_dict()``), which :func:`write` reports.
     """
     threads = threads or numba.config.NUMBA_NUM_THREADS
     repeat = max(int(repeat), MIN_REPEAT)
@@ -150,7 +151,10 @@ def run(mib: int = 256, repeat: int = MIN_REPEAT, seed: int = 0, threads: int | 
     load = getattr(os, "getloadavg", lambda: (float("nan"),))()[0]  # other work on the machine skews timings
     peers = tuple((p, o) for p in PEERS for o in ("compress", "decompress"))
     peers_16 = tuple((p, o) for p in peers16_installed() for o in ("compress", "decompress"))
-    steps = [(k, c, o) for k in ALL_KINDS for c, o in (*(OURS if k in KINDS else ()), *OURS_16.get(k, ()),
+    unknown = sorted(set(kinds) - set(ALL_KINDS))
+    if unknown:
+        raise ValueError(f"kinds: unknown data kinds {unknown}; available: {', '.join(ALL_KINDS)}")
+    steps = [(k, c, o) for k in kinds for c, o in (*(OURS if k in KINDS else ()), *OURS_16.get(k, ()),
                                                        *(peers if k in KINDS else ()),
                                                        *(peers_16 if k in KINDS_16 else ()))]
     rows: list[dict] = []

@@ -62,7 +62,8 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
     clock = _Clock(last_run_seconds(out))
     with clock("compressor benchmark"):
         warm.warm()  # numba's kernels compiled once (or loaded), before the benchmark and the workers use them
-        df = bench.run(mib=bench_mib, crossover=False)  # the parallel crossover table: make bench's alone
+        # the parallel crossover table and the fp16 kind (issue 42's second 16-bit kind): make bench's alone
+        df = bench.run(mib=bench_mib, crossover=False, kinds=bench.KINDS)
         bench_paths = bench.write(df, out / "bench")
     all_names = [n for s in ("hpc", "dl", "dl-extra") for n in workloads.names(s) if names is None or n in names]
     full = names is None and scale == "default"
