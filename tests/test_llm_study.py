@@ -69,7 +69,7 @@ def test_entry_sectors_generalise_ebo_to_bigger_entries_and_finer_sectors() -> N
     sectors: the module docstring's formula, raw where longer than the entry, 0 for an all-zero entry; at 128 and
     32 bytes the registered code's sectors."""
     from buddylib import compressors
-    from buddylib.studies.llm_measure import entry_sectors
+    from buddylib.compressors.ebo import entry_sectors
 
     ones = np.full(256, 0x3F80, np.uint16)  # 1.0 in bf16: z = 0, k = 0, 8 bits a value
     assert entry_sectors(ones, "bf16", 256, 32).tolist() == [-(-(1 + 8 + 3 + 128 * 8) // 256)] * 2  # 5 of 8

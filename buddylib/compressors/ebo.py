@@ -55,6 +55,12 @@ like any other): an entry is 128 words, the mask 128 bits, so ``L(z, k) = 1 + 12
 bits for its 4-bit exponent, so the code gains only where the exponents of an entry sit within a few
 binades; the stream's format byte is 18.
 
+**Bigger entries, finer sectors** (issue 42, :func:`entry_sectors`): an entry of ``B`` bytes holds ``V =
+B / word`` values and the mask ``V`` bits, so ``L(z, k) = 1 + V z + E + 3 + n (1 + M + k) + E x_k`` (``1 + V z``
+with nothing coded); in sectors of ``S`` bytes it takes ``ceil(L / 8S)`` of them, ``B / S`` (raw) where ``L >
+8B``, none for an all-zero entry. At ``B = 128``, ``S = 32`` this is the code above. Only its lengths are
+computed (notebook 10's study); the stream stays at 128-byte entries.
+
 **Speed** (issue 42). The plan is two branch-free passes over the words that the compiler vectorises: the
 largest exponent and the zero words, then the escapes at every offset width at once (counts of ``d >=
 2^k - 1`` for k = 1..7). The encoder takes the plans from the size path (one plan per entry), computes every
@@ -75,6 +81,7 @@ import numpy as np
 from buddylib.compressors import bpc_stream
 from buddylib.compressors.abc import chunk_body, readonly, serial
 from buddylib.compressors.bpc_kernels import _bswap32, _put  # BPC's branch-free code writer
+from buddylib.compressors.bpc_kernels import _peek as _peek64  # and its reader
 from buddylib.compressors.coded import Coded
 from buddylib.entries import ENTRY_BYTES, as_entries
 
@@ -252,18 +259,17 @@ def _encode(words, offsets, payload, lengths, plans, E, M):
 
 @nb.njit(inline="always")
 def _peek(s64, pos):
-    """The 32 code bits from bit ``pos`` on, MSB first (an int64 below 2^32), from the big-endian words s64."""
-    i = np.uint64(pos) >> np.uint64(6)
-    sh = np.uint64(pos & 63)
-    x = (s64[i] << sh) | ((s64[i + np.uint64(1)] >> np.uint64(1)) >> (np.uint64(63) - sh))
-    return np.int64(x >> np.uint64(32))
+    """The 32 code bits from bit ``pos`` on, MSB first (an int64 below 2^32), from the big-endian words s64
+    (BPC's 64-bit window, its top half)."""
+    return np.int64(_peek64(s64, pos) >> np.uint64(32))
 
 
 @nb.njit(inline="always")
 def _load(payload, start, length, s8, s64):
-    """The entry's code (``length`` bits at byte ``start``) into the big-endian words s64, zero after it, so
-    that every window :func:`_peek` reads, up to a block past the code's end, stays in bounds: copied into
-    the bytes s8 first (a copy the compiler vectorises), then eight bytes to a word."""
+    """The entry's code (``length`` bits at byte ``start``) into the big-endian words s64, then 40 zero bytes:
+    copied into the bytes s8 first (a copy the compiler vectorises), then eight bytes to a word. Every window
+    the decoder keeps lies in the code and those zeros; a speculative block may read further, into words an
+    earlier entry left (s64 holds :data:`CODE_WORDS`: never out of bounds), whose values it discards."""
     nbytes = (length + 7) >> 3
     ustart = np.uint64(start)
     for q in range(np.uint64(nbytes)):
@@ -390,11 +396,31 @@ def _decode(payload, offsets, lengths, out, errors, E, M):
     n = out.shape[0]
     for c in nb.prange((n + CHUNK - 1) // CHUNK):
         _decode_chunk(payload, offsets, lengths, E, M, np.uint64(c * CHUNK), np.uint64(min(n, (c + 1) * CHUNK)),
-                      out, errors, np.empty(8 * CODE_WORDS, dtype=np.uint8), np.empty(CODE_WORDS, dtype=np.uint64),
+                      out, errors, np.empty(8 * CODE_WORDS, dtype=np.uint8), np.zeros(CODE_WORDS, dtype=np.uint64),
                       np.empty(out.shape[1] + BLOCK + 1, dtype=np.int64))
 
 
 KERNELS = {True: (_bits, _encode, _decode), False: (serial(_bits), serial(_encode), serial(_decode))}
+
+
+def entry_sectors(x: np.ndarray, fmt: str, entry: int = ENTRY_BYTES, sector: int = 32) -> np.ndarray:
+    """Sectors each ``entry``-byte entry of ``x`` (zero-padded to whole entries) takes in ``sector``-byte
+    sectors under the code generalised to that entry (module docstring): its length rounded up to whole
+    sectors, ``entry / sector`` (raw) where longer than the entry, 0 for an all-zero entry (flagged)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"EBO format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    e_bits, m_bits = FORMATS[fmt]
+    word = np.dtype(np.uint16 if 1 + e_bits + m_bits == 16 else np.uint8)
+    if sector < 1 or entry % sector or entry % (32 * word.itemsize):
+        raise ValueError(f"entry {entry} and sector {sector} bytes: the entry must hold whole sectors and a "
+                         "multiple of 32 values")
+    b = np.ascontiguousarray(x).reshape(-1).view(np.uint8)
+    b = np.concatenate([b, np.zeros((-b.size) % entry, np.uint8)])
+    words = readonly(b.view(word).reshape(-1, entry // word.itemsize))
+    bits = _bits(words, e_bits, m_bits).astype(np.int64)
+    n = entry // sector
+    s = np.minimum(-(-bits // (8 * sector)), n)
+    return np.where(bits == 1 + words.shape[1], 0, s)  # only the all-zero entry is as short as its mask
 #: The size path that keeps each entry's plan for the encoder.
 PLANS = {True: _plans, False: serial(_plans)}
 

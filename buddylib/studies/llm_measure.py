@@ -16,7 +16,7 @@ import xarray as xr
 
 from buddylib import workloads
 from buddylib.analysis import analyze
-from buddylib.compressors import peers
+from buddylib.compressors import ebo, peers
 from buddylib.compressors.reference import reference_bytes
 from buddylib.provenance import ANALYSIS_ONLY, code_version
 from buddylib.snapshot import Allocation, Snapshot
@@ -52,7 +52,7 @@ E4M3_MAX = 448.0
 #: Every code a group's row may have.
 ALL_CODES = (*COMPRESSORS, "ebo-e4m3")
 #: Entry and sector sizes of the entry x sector study (issue 42; the paper's are 128 and 32), on the groups of
-#: 16-bit and FP8 floats under EBO generalised to the entry (:func:`entry_sectors`).
+#: 16-bit and FP8 floats under EBO generalised to the entry (:func:`~buddylib.compressors.ebo.entry_sectors`).
 ENTRY_SIZES = (128, 256, 512)
 SECTOR_SIZES = (32, 16)
 #: Decode kernels' sizes replayed, in multiples of MiniLM's (:func:`_slowdowns`).
@@ -133,25 +133,6 @@ def _format(allocs: list[Allocation]) -> str | None:
         frozenset(a.dtype for a in allocs))
 
 
-def entry_sectors(x: np.ndarray, fmt: str, entry: int, sector: int) -> np.ndarray:
-    """Sectors each ``entry``-byte entry of ``x`` (zero-padded to whole entries) takes in ``sector``-byte
-    sectors under EBO's code generalised to that entry (``entry / word`` values, a mask of as many bits;
-    :mod:`~buddylib.compressors.ebo`): its length rounded up to whole sectors, ``entry / sector`` (raw) where
-    longer than the entry, 0 for an all-zero entry (flagged, as at 128 and 32 bytes)."""
-    from buddylib.compressors import ebo
-
-    e_bits, m_bits = ebo.FORMATS[fmt]
-    word = np.dtype(np.uint16 if 1 + e_bits + m_bits == 16 else np.uint8)
-    b = np.ascontiguousarray(x).reshape(-1).view(np.uint8)
-    b = np.concatenate([b, np.zeros((-b.size) % entry, np.uint8)])
-    words = b.view(word).reshape(-1, entry // word.itemsize)
-    words.flags.writeable = False  # the kernels' read-only signature (abc.readonly)
-    bits = ebo._bits(words, e_bits, m_bits).astype(np.int64)
-    n = entry // sector
-    s = np.minimum(-(-bits // (8 * sector)), n)
-    return np.where(bits == 1 + words.shape[1], 0, s)  # only the all-zero entry is as short as its mask
-
-
 def _entry_study(label: str, allocs: list[Allocation], threshold: float = 0.3) -> xr.Dataset:
     """One group's ideal and Buddy-effective ratio (at ``threshold``) under EBO per (entry, sector) size: each
     allocation at the most aggressive whole number of sectors per entry that overflows at most ``threshold`` of
@@ -166,7 +147,7 @@ def _entry_study(label: str, allocs: list[Allocation], threshold: float = 0.3) -
             n = entry // sector
             stored = device = 0.0
             for a in allocs:
-                s = entry_sectors(np.asarray(a.data), fmt, entry, sector)
+                s = ebo.entry_sectors(np.asarray(a.data), fmt, entry, sector)
                 over = s.size - np.cumsum(np.bincount(s, minlength=n + 1))  # over[t]: entries above t sectors
                 t = int(np.flatnonzero(over[1:] <= threshold * s.size + 1e-9)[0]) + 1
                 stored += float(s.sum()) * sector
