@@ -82,3 +82,56 @@ def test_entry_sectors_generalise_ebo_to_bigger_entries_and_finer_sectors() -> N
     assert np.array_equal(entry_sectors(w, "bf16", 128, 32), compressors.sectors(w, "ebo-bf16"))
     f8 = rng.integers(0, 256, 8192, dtype=np.uint8)
     assert np.array_equal(entry_sectors(f8, "e4m3", 128, 32), compressors.sectors(f8, "ebo-e4m3"))
+
+
+def _gather_workset() -> tuple:
+    """A hand-made step: one bf16 table of 4 KiB read whole, then 3 of its 64-element rows gathered."""
+    from buddylib.timing import Workset
+
+    rng = np.random.default_rng(1)
+    w = (rng.standard_normal(2048).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    a = Allocation("w", kind="weights", dtype="bfloat16", shape=(32, 64), nbytes=w.nbytes, data=w)
+    prof = AccessProfile("t", [Kernel("stream", [Access("w")], 1e3),
+                               Kernel("gather", [Access("w", "read", "gather", index="rows", row=64)], 1e3)])
+    return Workset("t", [Snapshot("t", [a])], prof, {"rows": np.array([1, 2, 17])}, "ebo-bf16"), w
+
+
+def test_entry_traffic_at_128_and_32_bytes_is_the_timing_models() -> None:
+    from buddylib.compressors.ebo import entry_sectors
+    from buddylib.timing import Params, model
+
+    ws, w = _gather_workset()
+    s = entry_sectors(w, "bf16", 128, 32)
+    ws.last.allocations[0].sectors = {"ebo-bf16": s.astype(np.uint8)}
+    for held in (1, 2, 3, 4):
+        ours = llm_measure.entry_traffic(ws, {"w": s}, {"w": held}, 128, 32)
+        theirs = model.traffic(ws, {"w": 4 / held})
+        for k in ("baseline_bytes", "device_bytes", "link_bytes", "flops"):
+            assert np.array_equal(ours[k], theirs[k]), (held, k)
+        assert np.array_equal(ours["device_bytes_uncredited"], theirs["baseline_bytes"])
+    assert np.array_equal(llm_measure.entry_metadata_misses(ws, 128, 32, Params()),
+                          model._metadata_misses(ws, Params()))
+
+
+def test_a_bigger_entry_moves_the_whole_compressed_entry_for_any_block_of_it() -> None:
+    """Rows 1 and 2 (128 bytes each) share a 512-byte entry, row 17 has one alone: 2 entries touched for 3 blocks
+    needed, each moving all its sectors."""
+    from buddylib.compressors.ebo import entry_sectors
+
+    ws, w = _gather_workset()
+    s = entry_sectors(w, "bf16", 512, 16)
+    held = int(s.max())  # nothing overflows
+    tr = llm_measure.entry_traffic(ws, {"w": s}, {"w": held}, 512, 16)
+    assert tr["baseline_bytes"][1] == 3 * 128 and tr["link_bytes"][1] == 0
+    assert tr["device_bytes"][1] == 16 * (s[0] + s[4])  # rows 1, 2 in entry 0; row 17 in entry 4
+    assert tr["device_bytes_uncredited"][1] == max(16 * s[0], 256) + max(16 * s[4], 128)
+    assert tr["device_bytes"][0] == 16 * s.sum() and tr["baseline_bytes"][0] == w.nbytes  # a stream: no over-fetch
+    tr = llm_measure.entry_traffic(ws, {"w": s}, {"w": 10}, 512, 16)
+    assert tr["link_bytes"][1] == 16 * (max(s[0] - 10, 0) + max(s[4] - 10, 0)) > 0
+
+
+def test_held_sectors_is_the_fewest_that_overflow_at_most_the_threshold() -> None:
+    s = np.array([0, 1, 2, 2, 3, 4, 4, 4, 4, 4])
+    assert llm_measure.held_sectors(s, 4, 0.5) == 3  # 5 above 2, 5 above 3: 50% allowed
+    assert llm_measure.held_sectors(s, 4, 0.0) == 4 and llm_measure.held_sectors(s, 4, 1.0) == 1
+    assert [llm_measure.metadata_bits(n) for n in (4, 8, 16, 32)] == [4, 5, 6, 7]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import xarray as xr
@@ -18,8 +19,12 @@ from buddylib import workloads
 from buddylib.analysis import analyze
 from buddylib.compressors import ebo, peers
 from buddylib.compressors.reference import reference_bytes
+from buddylib.entries import ENTRY_BYTES
 from buddylib.provenance import ANALYSIS_ONLY, code_version
 from buddylib.snapshot import Allocation, Snapshot
+
+if TYPE_CHECKING:
+    from buddylib.timing import Params, Workset
 
 #: The per-entry codes compared (EBO on the 16-bit tensors only: it codes 16-bit floats).
 COMPRESSORS = ("bpc32", "bpc64", "ebo-bf16")
@@ -96,8 +101,9 @@ def measure(scale: str | float = "quick", seed: int = 0, progress: bool = False,
             made: dict[str, workloads.Run] | None = None) -> xr.Dataset:
     """Run ``minilm_kv`` and ``gpt_bf16`` at ``scale`` and measure every group of :data:`GROUPS`: dims (group,
     compressor, threshold) for the per-entry codes' ideal and effective ratios, (group, peer) for the peers',
-    (point, compressor) for the KV cache of every (length, batch) point, and the timing model's slowdown of a
-    decode step, (compressor, threshold, gpu). ``made``: the :func:`runs` of this scale and seed, if already made."""
+    (point, compressor) for the KV cache of every (length, batch) point, the timing model's slowdown of a
+    decode step, (compressor, threshold, gpu), and EBO per (entry, sector) size: each 16-bit and FP8 group's
+    ratios (:func:`_entry_study`), the served model's capacity and decode-step slowdown (:func:`_entry_slowdowns`). ``made``: the :func:`runs` of this scale and seed, if already made."""
     t0 = time.perf_counter()
     made = made or runs(scale, seed, progress)
     last = {n: r.snapshots[-1].allocations for n, r in made.items()}
@@ -110,7 +116,8 @@ def measure(scale: str | float = "quick", seed: int = 0, progress: bool = False,
     ds = xr.merge([ratios, kv, _slowdowns(made["minilm_kv"])], join="outer")  # FP8 rows: a code of their own
     ds["group_bytes"] = ("group", [sum(a.nbytes for a in allocs) for _, allocs in groups], {"units": "bytes"})
     ds = xr.merge([ds, xr.concat([_entry_study(label, allocs) for label, allocs in groups
-                                  if _format(allocs) is not None], "group")], join="outer")
+                                  if _format(allocs) is not None], "group"), _entry_slowdowns(made["minilm_kv"])],
+                  join="outer")
     ds.attrs.update(scale=str(scale), seed=seed, seconds=time.perf_counter() - t0,
                     gpt_losses=[float(x) for x in made["gpt_bf16"].workload.losses])
     return ds
@@ -148,14 +155,25 @@ def _entry_study(label: str, allocs: list[Allocation], threshold: float = 0.3) -
             stored = device = 0.0
             for a in allocs:
                 s = ebo.entry_sectors(np.asarray(a.data), fmt, entry, sector)
-                over = s.size - np.cumsum(np.bincount(s, minlength=n + 1))  # over[t]: entries above t sectors
-                t = int(np.flatnonzero(over[1:] <= threshold * s.size + 1e-9)[0]) + 1
                 stored += float(s.sum()) * sector
-                device += s.size * (t * sector + (math.ceil(math.log2(n + 1)) + 1) / 8)
+                device += s.size * (held_sectors(s, n, threshold) * sector + metadata_bits(n) / 8)
             ideal[i, j], effective[i, j] = raw / stored if stored else math.inf, raw / device
     dims = ("group", "entry_bytes", "sector_bytes")
     return xr.Dataset({"entry_ideal_ratio": (dims, ideal[None]), "entry_effective_ratio": (dims, effective[None])},
                       coords={"group": [label], "entry_bytes": list(ENTRY_SIZES), "sector_bytes": list(SECTOR_SIZES)})
+
+
+def metadata_bits(n: int) -> int:
+    """Metadata bits an entry of ``n`` sectors needs: its sector count, 0 to ``n``, and the zero flag (the paper's
+    4 at ``n`` = 4)."""
+    return math.ceil(math.log2(n + 1)) + 1
+
+
+def held_sectors(s: np.ndarray, n: int, threshold: float) -> int:
+    """The fewest whole sectors (1 to ``n``) device memory may hold of each entry of an allocation whose entries
+    take ``s`` sectors, such that at most ``threshold`` of them overflow to buddy memory."""
+    over = s.size - np.cumsum(np.bincount(s, minlength=n + 1))  # over[t]: entries above t sectors
+    return int(np.flatnonzero(over[1:n + 1] <= threshold * s.size + 1e-9)[0]) + 1
 
 
 def _group(label: str, allocs: list[Allocation]) -> xr.Dataset:
@@ -251,3 +269,130 @@ def _repeated(snap: Snapshot, profile: workloads.AccessProfile,
     kernels = [workloads.Kernel(kn.name, [replace(x, allocation=f"{x.allocation}#{i}") for i in range(k)
                                           for x in kn.accesses], kn.flops * k) for kn in profile.kernels]
     return allocs, workloads.AccessProfile(profile.workload, kernels)
+
+
+def decode_workset(snap: Snapshot, profile: workloads.AccessProfile, k: int = 1) -> Workset:
+    """A decode step of the served model at the granularity of its accesses (the bytes a bigger entry over-fetches
+    depend on it), ``k`` times wider (:func:`_repeated`). ``profile`` (``minilm_kv``'s) streams the embedding
+    tables whole and appends to a prefix of each cache; here, as a serving step does, each sequence gathers one row
+    of the word, position and token-type embeddings (its last text token stands in for the token decoded, its
+    length for the position), and appends one row of ``head_dim`` values to each head's keys and values at the
+    cache's last position. Weights and caches are read whole, as in ``profile``, whose FLOPs each kernel keeps."""
+    from buddylib.timing import Workset
+
+    kv = [a for a in snap.allocations if a.kind == "kv_cache"]
+    b, heads, t, hd = kv[0].shape
+    words, positions, types = ("embeddings.word_embeddings.weight", "embeddings.position_embeddings.weight",
+                               "embeddings.token_type_embeddings.weight")
+    allocs = {a.name: a for a in snap.allocations}
+    hidden = allocs[words].shape[1]
+    ids = np.asarray(allocs["input_ids"].data).reshape(b, -1)
+    index = {"next_tokens": ids[:, -2].astype(np.int64),  # [CLS] text [SEP]: the last text token
+             "next_positions": np.full(b, min(t, allocs[positions].shape[0] - 1), np.int64),
+             "next_types": np.zeros(b, np.int64),
+             "kv_append": np.arange(b * heads, dtype=np.int64) * t + t - 1}
+    kernels = []
+    for kn in profile.kernels:
+        acc = []
+        for x in kn.accesses:
+            if x.allocation in (words, positions, types):
+                ix = {words: "next_tokens", positions: "next_positions", types: "next_types"}[x.allocation]
+                acc.append(workloads.Access(x.allocation, "read", "gather", index=ix, row=hidden))
+            elif allocs[x.allocation].kind == "kv_cache" and x.mode == "write":
+                acc.append(workloads.Access(x.allocation, "write", "gather", index="kv_append", row=hd))
+            else:
+                acc.append(x)
+        kernels.append(workloads.Kernel(kn.name, acc, kn.flops))
+    allocs_k, profile_k = _repeated(snap, workloads.AccessProfile(profile.workload, kernels), k)
+    return Workset(profile.workload, [Snapshot(snap.workload, allocs_k, step=snap.step)], profile_k, index, "ebo-bf16")
+
+
+def entry_traffic(ws: Workset, sectors: dict[str, np.ndarray], held: dict[str, int], entry: int,
+                  sector: int) -> dict[str, np.ndarray]:
+    """Per kernel, the bytes :func:`~buddylib.timing.model.traffic` counts, with entries of ``entry`` bytes in
+    ``sector``-byte sectors: ``sectors[name]``, the sectors each entry of allocation ``name`` takes, of which
+    device memory holds at most ``held[name]`` (the rest is in buddy memory). Any touch of an entry moves the whole
+    compressed entry (a 128-byte block of it is not decodable alone): device bytes ``min(s, held)`` sectors, link
+    bytes the rest. ``device_bytes_uncredited``: with no HBM credit an entry costs at least the 128-byte blocks the
+    access needed of it (at 128 bytes, the model's 128 B an entry). The baseline moves the 128-byte blocks touched,
+    as the model's; at 128 and 32 bytes this is the model's traffic."""
+    m = entry // ENTRY_BYTES
+    out = {k: np.zeros(len(ws.profile.kernels)) for k in
+           ("baseline_bytes", "device_bytes", "device_bytes_uncredited", "link_bytes")}
+    for ki, accesses in enumerate(ws.streams()):
+        for name, ent, passes in accesses:
+            e = ent // m
+            first = np.flatnonzero(np.r_[True, e[1:] != e[:-1]]) if e.size else e
+            blocks = np.diff(np.r_[first, e.size])  # the 128-byte blocks the access needs of each entry it touches
+            s = sectors[name][e[first]].astype(np.int64)
+            device = np.minimum(s, held[name]) * sector
+            out["baseline_bytes"][ki] += passes * ent.size * ENTRY_BYTES
+            out["device_bytes"][ki] += passes * device.sum()
+            out["device_bytes_uncredited"][ki] += passes * np.maximum(device, blocks * ENTRY_BYTES).sum()
+            out["link_bytes"][ki] += passes * (np.maximum(s - held[name], 0) * sector).sum()
+    out["flops"] = np.array([kn.flops for kn in ws.profile.kernels], dtype=float)
+    return out
+
+
+def entry_metadata_misses(ws: Workset, entry: int, sector: int, params: Params) -> np.ndarray:
+    """Metadata-cache misses per kernel (:func:`~buddylib.timing.model._metadata_misses`) with
+    :func:`metadata_bits` an ``entry``-byte entry: a line holds ``params.metadata_line_bytes * 8 // bits`` entries."""
+    from buddylib.timing import caches
+
+    per_line = entry // ENTRY_BYTES * (params.metadata_line_bytes * 8 // metadata_bits(entry // sector))
+    which, ent, bounds = ws.merged()
+    first = np.cumsum([0] + [-(-a.n_entries // per_line) for a in ws.last.allocations], dtype=np.int64)
+    hits = caches.metadata_hits(which, ent, first, per_line, bounds, params.metadata_cache_bytes,
+                                params.metadata_line_bytes, params.metadata_ways)
+    return np.diff(bounds, prepend=0).astype(float) - hits
+
+
+def _entry_slowdowns(run: workloads.Run, threshold: float = 0.3) -> xr.Dataset:
+    """Capacity against decode-step cost per (entry, sector) size: on the served model's last snapshot (weights
+    and largest cache, :func:`decode_workset`), every bf16 allocation under EBO at that size with
+    :func:`held_sectors` at ``threshold`` (others uncompressed), the device memory's effective ratio
+    (``entry_decode_ratio``, metadata counted) and the timing model's slowdown of the step per kernel scale, GPU
+    and HBM credit (``entry_decode_slowdown``), the over-fetch of :func:`entry_traffic` included."""
+    from buddylib.timing import Params, gpu, link
+    from buddylib.timing.model import _peak, kernel_times
+
+    snap = run.snapshots[-1]
+    params = Params()
+    raw = sum(a.nbytes for a in snap.allocations)
+    dims = ("entry_bytes", "sector_bytes")
+    ratio = np.empty((len(ENTRY_SIZES), len(SECTOR_SIZES)))
+    slow = np.empty((*ratio.shape, len(KERNEL_SCALES), len(CAPACITY_GPUS), 2))
+    over = np.empty_like(ratio)
+    worksets = [decode_workset(snap, run.profile, k) for k in KERNEL_SCALES]
+    for i, entry in enumerate(ENTRY_SIZES):
+        for j, sector in enumerate(SECTOR_SIZES):
+            n = entry // sector
+            sectors, held, device = {}, {}, 0.0
+            for a in snap.allocations:
+                if a.dtype == "bfloat16":
+                    sectors[a.name] = ebo.entry_sectors(np.asarray(a.data), "bf16", entry, sector)
+                    held[a.name] = held_sectors(sectors[a.name], n, threshold)
+                else:
+                    sectors[a.name], held[a.name] = np.full(-(-a.nbytes // entry), n), n
+                device += sectors[a.name].size * (held[a.name] * sector + metadata_bits(n) / 8)
+            ratio[i, j] = raw / device
+            for ki, ws in enumerate(worksets):
+                base = {a.name: a.name.split("#")[0] for a in ws.last.allocations}
+                tr = entry_traffic(ws, {c: sectors[b] for c, b in base.items()},
+                                   {c: held[b] for c, b in base.items()}, entry, sector)
+                misses = entry_metadata_misses(ws, entry, sector, params)
+                if ki == len(KERNEL_SCALES) - 1:
+                    over[i, j] = tr["device_bytes_uncredited"].sum() / tr["baseline_bytes"].sum()
+                for gi, (g, lk) in enumerate(CAPACITY_GPUS):
+                    for ci, key in enumerate(("device_bytes_uncredited", "device_bytes")):
+                        b, t = kernel_times({**tr, "device_bytes": tr[key]}, misses, gpu(g), link(lk), params,
+                                            _peak(ws, gpu(g)))
+                        slow[i, j, ki, gi, ci] = t.sum() / b.sum()
+    return xr.Dataset({
+        "entry_decode_ratio": (dims, ratio, {"units": "1"}),
+        "entry_decode_slowdown": ((*dims, "kernel_scale", "gpu", "bandwidth_credit"), slow, {"units": "1"}),
+        "entry_decode_overfetch": (dims, over, {"units": "1", "description": "device bytes without HBM credit "
+                                                "over the uncompressed step's, at the largest kernel scale"}),
+    }, coords={"entry_bytes": list(ENTRY_SIZES), "sector_bytes": list(SECTOR_SIZES),
+               "kernel_scale": list(KERNEL_SCALES), "gpu": [g for g, _ in CAPACITY_GPUS],
+               "bandwidth_credit": [False, True]})
