@@ -103,7 +103,8 @@ def measure(scale: str | float = "quick", seed: int = 0, progress: bool = False,
     compressor, threshold) for the per-entry codes' ideal and effective ratios, (group, peer) for the peers',
     (point, compressor) for the KV cache of every (length, batch) point, the timing model's slowdown of a
     decode step, (compressor, threshold, gpu), and EBO per (entry, sector) size: each 16-bit and FP8 group's
-    ratios (:func:`_entry_study`), the served model's capacity and decode-step slowdown (:func:`_entry_slowdowns`). ``made``: the :func:`runs` of this scale and seed, if already made."""
+    ratios (:func:`_entry_study`), the served model's capacity and decode-step slowdown
+    (:func:`_entry_slowdowns`). ``made``: the :func:`runs` of this scale and seed, if already made."""
     t0 = time.perf_counter()
     made = made or runs(scale, seed, progress)
     last = {n: r.snapshots[-1].allocations for n, r in made.items()}
