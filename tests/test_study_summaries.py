@@ -259,3 +259,14 @@ def test_study_results_round_trip_exactly() -> None:
     back = summaries.result({"result": json.loads(json.dumps(summaries._to_dict(ds)))})
     xr.testing.assert_identical(back, ds)
     assert np.isnan(back.activation_zero_fraction.isel(snapshot=0)).all()
+
+
+def test_input_sensitivity_reads_the_suites_input_from_its_run(tmp_path: Path) -> None:
+    """The first input of each proxy is the workload's own (notebook 09 reads its run, not a second one), and its
+    row is that run's numbers: with no run cached, the suite's run is made where the runs are cached."""
+    for name, inputs in fidelity.INPUTS.items():
+        assert next(iter(inputs)) == workloads.get(name).initial, name
+    table = fidelity.input_sensitivity("ostencil", "quick", 0, tmp_path)
+    assert (tmp_path / "ostencil-quick-s0.nc").is_file()
+    again = fidelity.input_sensitivity("ostencil", "quick", 0)  # the committed fixture's run
+    assert table.equals(again) and len(table) == len(fidelity.INPUTS["ostencil"])
