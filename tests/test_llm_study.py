@@ -135,3 +135,35 @@ def test_held_sectors_is_the_fewest_that_overflow_at_most_the_threshold() -> Non
     assert llm_measure.held_sectors(s, 4, 0.5) == 3  # 5 above 2, 5 above 3: 50% allowed
     assert llm_measure.held_sectors(s, 4, 0.0) == 4 and llm_measure.held_sectors(s, 4, 1.0) == 1
     assert [llm_measure.metadata_bits(n) for n in (4, 8, 16, 32)] == [4, 5, 6, 7]
+
+
+def test_decode_workset_gathers_the_rows_a_decode_step_touches() -> None:
+    """Each sequence reads its next token's row of each embedding table (128-byte rows here: one entry each) and
+    appends one 64-byte row to every head's cache at its last position; the weights' and cache's reads stay
+    whole, and ``k`` copies repeat it all."""
+    b, heads, t, hd, hidden = 2, 3, 5, 32, 64
+
+    def bf16(name: str, shape: tuple[int, ...], kind: str = "weights") -> Allocation:
+        data = np.zeros(shape, np.uint16)
+        return Allocation(name, kind=kind, dtype="bfloat16", shape=shape, nbytes=data.nbytes, data=data)
+
+    ids = np.array([[101, 7, 9, 102], [101, 11, 13, 102]], np.int64)
+    snap = Snapshot("minilm_kv", [
+        bf16("embeddings.word_embeddings.weight", (20, hidden)), bf16("embeddings.position_embeddings.weight",
+                                                                       (8, hidden)),
+        bf16("embeddings.token_type_embeddings.weight", (2, hidden)), bf16("w", (hidden, hidden)),
+        Allocation.from_array("input_ids", ids, kind="input"), bf16("kv.key", (b, heads, t, hd), "kv_cache")])
+    prof = AccessProfile("minilm_kv", [
+        Kernel("decode.embeddings", [Access(n, "read") for n in ("embeddings.word_embeddings.weight",
+                                                                 "embeddings.position_embeddings.weight",
+                                                                 "embeddings.token_type_embeddings.weight")], 1.0),
+        Kernel("decode.layer", [Access("w"), Access("kv.key"), Access("kv.key", "write", fraction=1 / t)], 2.0)])
+    ws = llm_measure.decode_workset(snap, prof)
+    words, pos, types = [e.tolist() for _, e, _ in ws.streams()[0]]
+    assert words == [9, 13] and pos == [t] and types == [0]  # the last text tokens' rows, position t, type 0
+    (_, w, _), (_, read, _), (_, append, _) = ws.streams()[1]
+    assert w.size == hidden * hidden * 2 // 128 and read.size == b * heads * t * hd * 2 // 128
+    assert append.tolist() == [(s * t + t - 1) * hd * 2 // 128 for s in range(b * heads)]
+    assert [k.flops for k in ws.profile.kernels] == [1.0, 2.0]
+    wide = llm_measure.decode_workset(snap, prof, 3)
+    assert len(wide.last.allocations) == 3 * len(snap.allocations) and wide.profile.kernels[1].flops == 6.0
