@@ -172,6 +172,18 @@ def test_a_non_canonical_code_is_refused() -> None:
         ebo.decode_entries(np.array([588], np.uint16), code)
 
 
+def test_a_code_with_bits_after_it_is_refused() -> None:
+    """A code ends on a byte with zero bits after it: 64 values of 1.0 take 524 bits, so the last of its 66 bytes
+    holds 4 padding bits, and one set is a named error, not the same values read back."""
+    ebo = EBO("bf16")
+    lengths, payload = ebo.encode_entries(np.full(64, ONE, np.uint16))
+    assert lengths.tolist() == [524] and payload.size == 66
+    bad = payload.copy()
+    bad[-1] |= 1
+    with pytest.raises(ValueError, match="entry 0: nonzero padding bits after the code"):
+        ebo.decode_entries(lengths, bad)
+
+
 def test_real_weights_in_bf16_take_three_sectors() -> None:
     """MiniLM's trained weights cast to bf16 (round to nearest even, as a serving stack loads them): nearly every
     entry in 3 sectors, where BPC-32 finds nothing; and every byte comes back."""

@@ -29,8 +29,9 @@ per value   ...       for each coded value in order: ``s_i`` (1 bit); the offset
 
 So with ``n`` values coded and ``x_k`` of them escaped, ``L(z, k) = 1 + 64 z + E + 3 + n (1 + M + k) +
 E x_k`` bits (``1 + 64 z`` when ``n = 0``; ``k = 0`` only where every ``d_i = 0``). The encoder writes the
-shortest; among equal lengths ``z = 0`` before ``z = 1`` and the smaller ``k`` first. The decoder accepts
-exactly what the encoder writes (anything else is a ``ValueError`` naming the entry). Like every code
+shortest; among equal lengths ``z = 0`` before ``z = 1`` and the smaller ``k`` first. A code ends on a byte
+with zero bits after it. The decoder accepts exactly what the encoder writes (anything else is a ``ValueError``
+naming the entry). Like every code
 here, one longer than 1024 bits is stored raw (4 sectors).
 
 Worked examples (bf16; ``tests/test_ebo.py`` checks each):
@@ -80,7 +81,7 @@ import numpy as np
 
 from buddylib.compressors import bpc_stream
 from buddylib.compressors.abc import chunk_body, readonly, serial
-from buddylib.compressors.bpc_kernels import _bswap32, _put  # BPC's branch-free code writer
+from buddylib.compressors.bpc_kernels import _bswap32, _load_code, _put  # BPC's code writer and loader
 from buddylib.compressors.bpc_kernels import _peek as _peek64  # and its reader
 from buddylib.compressors.coded import Coded
 from buddylib.entries import ENTRY_BYTES, as_entries
@@ -95,7 +96,8 @@ MAGIC = b"EBO1"
 DECODE_ERRORS = {1: "the code ends before its values do (truncated or corrupted)",
                  2: "bits are left after the entry's values (corrupted)",
                  3: "an exponent offset points below exponent 0 (corrupted)",
-                 4: "not the code the encoder writes for these values (corrupted)"}
+                 4: "not the code the encoder writes for these values (corrupted)",
+                 5: "nonzero padding bits after the code (corrupted)"}
 
 
 @nb.njit(inline="always")
@@ -264,29 +266,12 @@ def _peek(s64, pos):
     return np.int64(_peek64(s64, pos) >> np.uint64(32))
 
 
-@nb.njit(inline="always")
-def _load(payload, start, length, s8, s64):
-    """The entry's code (``length`` bits at byte ``start``) into the big-endian words s64, then 40 zero bytes:
-    copied into the bytes s8 first (a copy the compiler vectorises), then eight bytes to a word. Every window
-    the decoder keeps lies in the code and those zeros; a speculative block may read further, into words an
-    earlier entry left (s64 holds :data:`CODE_WORDS`: never out of bounds), whose values it discards."""
-    nbytes = (length + 7) >> 3
-    ustart = np.uint64(start)
-    for q in range(np.uint64(nbytes)):
-        s8[q] = payload[ustart + q]
-    for q in range(np.uint64(nbytes), np.uint64(nbytes + 40)):
-        s8[q] = 0
-    for j in range((nbytes + 39) >> 3):
-        x = np.uint64(0)
-        for q in range(8):
-            x = (x << np.uint64(8)) | np.uint64(s8[np.uint64(8 * j + q)])
-        s64[j] = x
-
-
 @chunk_body
 def _decode_chunk(payload, offsets, lengths, E, M, lo, hi, out, errors, s8, s64, tmp):
     """Decode the codes of entries lo..hi-1 into ``out`` (entries, values); ``errors[e]``: 0, or a
-    :data:`DECODE_ERRORS` code. The code is copied into ``s64`` (scratch) first, so no read leaves it. The
+    :data:`DECODE_ERRORS` code. The code is copied into ``s64`` (scratch) first, by BPC's loader (its padding
+    checked, a zero word after it), so no read leaves the scratch: the values a speculative block reads past the
+    code, in words an earlier entry left, are discarded. The
     values are read in blocks of :data:`BLOCK` at the fixed stride of a value with no escape, each on its own
     (the compiler overlaps them); the block's values up to the first escape are kept, the escape (or a fault)
     is read alone, and the next block starts after it."""
@@ -296,7 +281,9 @@ def _decode_chunk(payload, offsets, lengths, E, M, lo, hi, out, errors, s8, s64,
     emask = (1 << E) - 1
     for e in range(lo, hi):
         length = np.int64(lengths[e])
-        _load(payload, offsets[e], length, s8, s64)
+        if _load_code(payload, offsets[e], length, s8, s64):  # a bit set after the code, in its last byte
+            errors[e] = 5
+            continue
         err = 0
         z = _peek(s64, 0) >> 31
         pos = 1
