@@ -85,6 +85,51 @@ def test_e4m3_generalisation() -> None:
     assert e4m3.stream_id == 18 and e4m3.max_bits == 1 + 128 + 4 + 3 + 128 * 15
 
 
+def _reference_bits(words: np.ndarray, e_bits: int, m_bits: int) -> np.ndarray:
+    """The shortest ``L(z, k)`` of each row, straight from the module docstring's formula, in numpy."""
+    nv = words.shape[1]
+    w = words.astype(np.int64)
+    ex = (w >> m_bits) & ((1 << e_bits) - 1)  # a zero word's is 0
+    nz = w != 0
+    b = ex.max(axis=1, keepdims=True)
+    zeros = (~nz).sum(axis=1)
+    best = np.full(len(w), 1 << 30)
+    for z in (0, 1):
+        n = nv - zeros * z
+        coded = nz | (z == 0)
+        for k in range(8):
+            escaped = ((b - ex >= max((1 << k) - 1, 1)) & coded).sum(axis=1)
+            length = 1 + nv * z + e_bits + 3 + n * (1 + m_bits + k) + e_bits * escaped
+            length = np.where(n == 0, 1 + nv * z, np.where((k > 0) | (escaped == 0), length, 1 << 30))
+            best = np.minimum(best, length)
+    return best
+
+
+@pytest.mark.parametrize("fmt", ["bf16", "fp16", "e4m3"])
+@pytest.mark.parametrize("entry", [128, 256, 512])
+def test_the_size_path_is_the_specified_length(fmt: str, entry: int) -> None:
+    """The vector size path (simd) against the formula on rows of every shape it meets: random words, zeros,
+    exponents within a few binades and far ones, at the stream's 128-byte entries and notebook 10's bigger."""
+    from buddylib.compressors import ebo
+
+    e_bits, m_bits = ebo.FORMATS[fmt]
+    word = np.uint16 if fmt != "e4m3" else np.uint8
+    values = entry // np.dtype(word).itemsize
+    rng = np.random.default_rng(entry)
+    rows = 600
+    noise = rng.integers(0, 1 << (8 * np.dtype(word).itemsize), (rows, values))
+    top = rng.integers(1 << e_bits - 1, 1 << e_bits, (rows, 1))
+    near = top - np.minimum(rng.geometric(rng.uniform(0.2, 0.9, (rows, 1)), (rows, values)) - 1, top)
+    floats = (rng.integers(0, 2, (rows, values)) << (e_bits + m_bits)) | (near << m_bits) | \
+        rng.integers(0, 1 << m_bits, (rows, values))
+    x = np.where(rng.random((rows, 1)) < 0.2, noise, floats)
+    x = np.where(rng.random((rows, values)) < rng.choice([0, 0.1, 0.6, 1], (rows, 1)), 0, x).astype(word)
+    got = ebo._bits(abc.readonly(x), e_bits, m_bits)
+    assert np.array_equal(got, _reference_bits(x, e_bits, m_bits))
+    if entry == 128:
+        assert np.array_equal(got, EBO(fmt).bits(x))
+
+
 bytes8 = st.lists(st.integers(0, 0xFF), min_size=0, max_size=600).map(lambda v: np.array(v, np.uint8))
 
 

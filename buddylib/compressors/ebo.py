@@ -62,14 +62,15 @@ with nothing coded); in sectors of ``S`` bytes it takes ``ceil(L / 8S)`` of them
 8B``, none for an all-zero entry. At ``B = 128``, ``S = 32`` this is the code above. Only its lengths are
 computed (notebook 10's study); the stream stays at 128-byte entries.
 
-**Speed** (issue 42). The plan is two branch-free passes over the words that the compiler vectorises: the
-largest exponent and the zero words, then the escapes at every offset width at once (counts of ``d >=
-2^k - 1`` for k = 1..7). The encoder takes the plans from the size path (one plan per entry), computes every
-value's field and width without a branch, then appends them with BPC's branch-free word writer. The decoder
-copies an entry's code into big-endian 64-bit words and reads its values in blocks of 16 at the stride of a
-value with no escape, each value on its own; the block keeps the values up to its first escape (or fault),
-which is read alone, and the next block starts after it. It then checks the result is the encoder's own
-code by planning the decoded entry.
+**Speed** (issue 42). The plan is two vector passes over 32 words at a time, written as LLVM IR
+(:mod:`~buddylib.compressors.simd`, in 16- or 8-bit lanes): the largest exponent and the zero words, then the
+escapes at every offset width at once (counts of ``d >= 2^k - 1`` for k = 1..7, each the population count of a
+comparison's mask). The encoder takes the plans from the size path (one plan per entry), computes every value's
+field and width without a branch, then appends them with BPC's branch-free word writer. The decoder reads a code
+where it lies in the payload, by big-endian 64-bit loads at any byte, and its values 8 at a time at the stride of
+a value with no escape (a funnel shift per value from three words of the code) up to the first escape (or
+fault), which is read alone; the next block starts after it. It then checks the result is the encoder's own code
+by planning the decoded entry.
 """
 
 from __future__ import annotations
@@ -81,9 +82,9 @@ import numpy as np
 
 from buddylib.compressors import bpc_stream
 from buddylib.compressors.abc import chunk_body, readonly, serial
-from buddylib.compressors.bpc_kernels import _bswap32, _load_code, _put  # BPC's code writer and loader
-from buddylib.compressors.bpc_kernels import _peek as _peek64  # and its reader
+from buddylib.compressors.bpc_kernels import _bswap32, _put  # BPC's code writer
 from buddylib.compressors.coded import Coded
+from buddylib.compressors.simd import LANES, STRIDE_LANES, be64, block8, cttz, exponent_stats, offset_counts
 from buddylib.entries import ENTRY_BYTES, as_entries
 
 #: (exponent bits, mantissa bits) of each format: the two 16-bit ones and FP8's e4m3 (the generalisation).
@@ -101,31 +102,23 @@ DECODE_ERRORS = {1: "the code ends before its values do (truncated or corrupted)
 
 
 @nb.njit(inline="always")
-def _plan(w, E, M):
-    """``(bits, z, k, b)`` of the shortest code of one entry (a row of 16- or 8-bit words), in two
-    branch-free passes the compiler vectorises: the largest exponent ``b`` and the zero words, then the
-    escapes at every offset width at once (a value with offset ``d = b - e`` is escaped at width ``k`` where
-    ``d >= 2^k - 1``; a zero word, coded only where ``z = 0``, has ``d = b``). Among equal lengths the
-    specification's order: ``z = 0`` first, then the smaller ``k``."""
-    nv = w.shape[0]
-    emask = (1 << E) - 1
+def _plan(words, e, E, M):
+    """``(bits, z, k, b)`` of the shortest code of entry ``e``, row e of a C-contiguous (entries, values) array of
+    16- or 8-bit words, in two vector passes of 32 words (:mod:`~buddylib.compressors.simd`): the largest exponent
+    ``b`` and the zero words, then the escapes at every offset width at once (a value with offset ``d = b - e``
+    is escaped at width ``k`` where ``d >= 2^k - 1``; a zero word, coded only where ``z = 0``, has ``d = b``).
+    Among equal lengths the specification's order: ``z = 0`` first, then the smaller ``k``."""
+    nv = words.shape[1]
     b = 0
     zeros = 0
-    for i in range(nv):
-        v = np.int32(w[i])
-        b = max(b, (v >> M) & emask)  # a zero word's field is 0: the largest over the non-zero words, or 0
-        zeros += np.int32(v == 0)
-    c1 = c3 = c7 = c15 = c31 = c63 = c127 = np.int32(0)
-    for i in range(nv):
-        v = np.int32(w[i])
-        d = (b - ((v >> M) & emask)) * np.int32(v != 0)
-        c1 += np.int32(d >= 1)
-        c3 += np.int32(d >= 3)
-        c7 += np.int32(d >= 7)
-        c15 += np.int32(d >= 15)
-        c31 += np.int32(d >= 31)
-        c63 += np.int32(d >= 63)
-        c127 += np.int32(d >= 127)
+    for c in range(0, nv, LANES):
+        cb, cz = exponent_stats(words, e, c, E, M)
+        b = max(b, cb)
+        zeros += cz
+    c1 = c3 = c7 = c15 = c31 = c63 = c127 = 0
+    for c in range(0, nv, LANES):
+        n1, n3, n7, n15, n31, n63, n127 = offset_counts(words, e, c, E, M, b)
+        c1, c3, c7, c15, c31, c63, c127 = c1 + n1, c3 + n3, c7 + n7, c15 + n15, c31 + n31, c63 + n63, c127 + n127
     escaped = (c1, c1, c3, c7, c15, c31, c63, c127)  # k = 0 and k = 1 share the limit 1
     best, best_z, best_k, best_b = 1 << 30, 0, 0, 0
     for z in range(2):
@@ -149,7 +142,7 @@ def _bits_chunk(words, E, M, lo, hi, out):
     """Code length in bits of entries lo..hi-1 into ``out``: the one compiled body that the parallel and the
     serial size kernel both call (compiled once, not once per kernel, as BPC's)."""
     for e in range(lo, hi):
-        out[e] = _plan(words[e], E, M)[0]
+        out[e] = _plan(words, e, E, M)[0]
 
 
 @nb.njit(parallel=True, cache=True)
@@ -162,15 +155,11 @@ def _bits(words, E, M):
     return out
 
 
-#: Scratch of one entry's code: its longest (8-bit words: 2,056 bits) and the windows read past its end.
+#: The encoder's scratch of one entry's code, in 32-bit words: its longest (8-bit words: 2,056 bits) and more.
 CODE_WORDS = 40
-#: Values a speculative block of the decoder reads at a fixed stride before it looks for an escape.
-BLOCK = 16
-#: The lowest set bit of a word x: _CTZ[(x & -x) * _DEBRUIJN mod 2^64 >> 58] (de Bruijn's sequence).
-_DEBRUIJN = 0x03F79D71B4CB0A89
-_CTZ = np.zeros(64, dtype=np.int8)
-for _i in range(64):
-    _CTZ[(((1 << _i) * _DEBRUIJN) & 0xFFFFFFFFFFFFFFFF) >> 58] = _i
+#: Bytes from a code's start that decoding it may read: its longest (8-bit words: 2,056 bits, 257 bytes), then
+#: the 24 bytes a block of :func:`~buddylib.compressors.simd.block8` reads from a bit inside it.
+MARGIN = 320
 
 
 @chunk_body
@@ -178,7 +167,7 @@ def _plans_chunk(words, E, M, lo, hi, lengths, plans):
     """Code length in bits and the plan (``z << 11 | k << 8 | b``) of entries lo..hi-1: the size path's
     work, kept for the encoder so that it plans each entry once."""
     for e in range(lo, hi):
-        length, z, k, b = _plan(words[e], E, M)
+        length, z, k, b = _plan(words, e, E, M)
         lengths[e] = length
         plans[e] = (z << 11) | (k << 8) | b
 
@@ -260,121 +249,128 @@ def _encode(words, offsets, payload, lengths, plans, E, M):
 
 
 @nb.njit(inline="always")
-def _peek(s64, pos):
-    """The 32 code bits from bit ``pos`` on, MSB first (an int64 below 2^32), from the big-endian words s64
-    (BPC's 64-bit window, its top half)."""
-    return np.int64(_peek64(s64, pos) >> np.uint64(32))
+def _peek(code, pos):
+    """The bits of the code at address ``code`` from bit ``pos`` on, MSB first, in a uint64 (its top 57 bits at
+    least are the code's)."""
+    return be64(code + (pos >> 3)) << np.uint64(pos & 7)
 
 
-@chunk_body
-def _decode_chunk(payload, offsets, lengths, E, M, lo, hi, out, errors, s8, s64, tmp):
-    """Decode the codes of entries lo..hi-1 into ``out`` (entries, values); ``errors[e]``: 0, or a
-    :data:`DECODE_ERRORS` code. The code is copied into ``s64`` (scratch) first, by BPC's loader (its padding
-    checked, a zero word after it), so no read leaves the scratch: the values a speculative block reads past the
-    code, in words an earlier entry left, are discarded. The
-    values are read in blocks of :data:`BLOCK` at the fixed stride of a value with no escape, each on its own
-    (the compiler overlaps them); the block's values up to the first escape are kept, the escape (or a fault)
-    is read alone, and the next block starts after it."""
+@nb.njit(inline="always")
+def _values(code, length, E, M, out, e, tmp):
+    """Decode the code of ``length`` bits at address ``code`` into ``out[e]``; return 0 or a
+    :data:`DECODE_ERRORS` code. Its reads stay within the :data:`MARGIN` bytes from ``code``."""
     nv = out.shape[1]
     sshift = E + M
     mmask = (1 << M) - 1
     emask = (1 << E) - 1
+    z = np.int64(_peek(code, 0) >> np.uint64(63))
+    pos = 1
+    n = nv
+    b = 0
+    k = 0
+    if z == 1:
+        if pos + nv > length:
+            return 1
+        n = 0
+        for part in range(nv // 32):  # the mask: a coded value's flag 1, a zero word's 0, in ``out``
+            bits = np.int64(_peek(code, pos) >> np.uint64(32))
+            pos += 32
+            for j in range(32):
+                one = (bits >> (31 - j)) & 1
+                out[e, 32 * part + j] = one
+                n += one
+    if n > 0:
+        if pos + E + 3 > length:
+            return 1
+        bk = np.int64(_peek(code, pos) >> np.uint64(64 - E - 3))
+        b, k = bk >> 3, bk & 7
+        pos += E + 3
+        lim = max((1 << k) - 1, 1)
+        kmask = (1 << k) - 1
+        w = 1 + k + M
+        s1 = np.uint64(63 - k)
+        j = 0
+        while j < n:
+            first = 0  # values from j on at the stride w, 8 at a time, up to the first escape, fault or the last
+            while True:
+                p = pos + first * w
+                if p > length:  # this block starts past the code's end
+                    break
+                stop = block8(code + (p >> 3), p & 7, w, k, M, b, sshift, tmp, j + first)
+                left = n - j - first
+                if left <= STRIDE_LANES:
+                    stop |= np.uint64(1) << np.uint64(left)
+                if stop:
+                    first += cttz(stop)
+                    break
+                first += STRIDE_LANES
+            pos += first * w
+            if pos > length:
+                return 1
+            j += first
+            if j == n:
+                break
+            if pos + 1 + k > length:  # an escape or a fault, read alone
+                return 1
+            x = _peek(code, pos)
+            head = np.int64(x >> s1)
+            pos += 1 + k
+            ex = b
+            if k > 0:
+                d = head & kmask
+                if d == lim:
+                    if pos + E > length:
+                        return 1
+                    ex = np.int64(x >> np.uint64(63 - k - E)) & emask
+                    pos += E
+                else:
+                    ex = b - d
+                    if ex < 0:
+                        return 3
+            if pos + M > length:
+                return 1
+            mant = np.int64(_peek(code, pos) >> np.uint64(64 - M)) & mmask
+            tmp[j] = ((head >> k) << sshift) | (ex << M) | mant
+            pos += M
+            j += 1
+    if z == 0:
+        for i in range(nv):
+            out[e, i] = tmp[i]
+    else:  # the coded values to their places, zeros between
+        c = 0
+        for i in range(nv):
+            one = np.int64(out[e, i])
+            out[e, i] = tmp[c] * one
+            c += one
+    if pos != length:
+        return 2
+    got, gz, gk, gb = _plan(out, e, E, M)
+    if got != length or gz != z or gk != k or gb != b:  # the encoder's own choice, bit for bit
+        return 4
+    return 0
+
+
+@chunk_body
+def _decode_chunk(payload, offsets, lengths, E, M, lo, hi, out, errors, s8, tmp):
+    """Decode the codes of entries lo..hi-1 into ``out`` (entries, values); ``errors[e]``: 0, or a
+    :data:`DECODE_ERRORS` code. A code is read where it lies in the payload, or, within :data:`MARGIN` bytes of
+    the payload's end, from a copy in ``s8`` (scratch) with zeros after it, so no read leaves an array: the
+    values a block reads past the code are discarded. First the bits after the code in its last byte are checked
+    to be zero."""
+    size = payload.size
     for e in range(lo, hi):
         length = np.int64(lengths[e])
-        if _load_code(payload, offsets[e], length, s8, s64):  # a bit set after the code, in its last byte
+        o = np.int64(offsets[e])
+        nbytes = (length + 7) >> 3
+        if np.int64(payload[o + nbytes - 1]) & ((1 << (8 * nbytes - length)) - 1):
             errors[e] = 5
             continue
-        err = 0
-        z = _peek(s64, 0) >> 31
-        pos = 1
-        n = nv
-        b = 0
-        k = 0
-        if z == 1:
-            if pos + nv > length:
-                err = 1
-            else:
-                n = 0
-                for part in range(nv // 32):  # the mask: a coded value's flag 1, a zero word's 0, in ``out``
-                    bits = _peek(s64, pos)
-                    pos += 32
-                    for j in range(32):
-                        one = (bits >> (31 - j)) & 1
-                        out[e, 32 * part + j] = one
-                        n += one
-        j = 0
-        if err == 0 and n > 0:
-            if pos + E + 3 > length:
-                err = 1
-            else:
-                bk = _peek(s64, pos) >> (32 - E - 3)
-                b, k = bk >> 3, bk & 7
-                pos += E + 3
-                lim = max((1 << k) - 1, 1)
-                kmask = (1 << k) - 1
-                w = 1 + k + M
-                while j < n:
-                    fit = min(BLOCK, n - j)
-                    while fit > 0 and pos + fit * w > length:  # (a division here would cost more)
-                        fit -= 1
-                    stop = 1 << fit  # bit t: value t of the block is an escape or a fault
-                    for t in range(BLOCK):
-                        x = _peek(s64, pos + t * w)
-                        head = x >> (31 - k)
-                        d = head & kmask
-                        ex = b - d
-                        stop |= (np.int64(d == lim) | np.int64(ex < 0)) << t
-                        tmp[np.uint64(j + t)] = ((head >> k) << sshift) | (ex << M) | ((x >> (31 - k - M)) & mmask)
-                    us = np.uint64(stop)
-                    first = np.int64(_CTZ[((us & (~us + np.uint64(1))) * np.uint64(_DEBRUIJN)) >> np.uint64(58)])
-                    j += first
-                    pos += first * w
-                    if first < BLOCK:  # stopped by an escape, a fault, the last value or the code's end
-                        if j == n:
-                            break
-                        if pos + 1 + k > length:
-                            err = 1
-                            break
-                        x = _peek(s64, pos)
-                        head = x >> (31 - k)
-                        pos += 1 + k
-                        ex = b
-                        if k > 0:
-                            d = head & kmask
-                            if d == lim:
-                                if pos + E > length:
-                                    err = 1
-                                    break
-                                ex = (x >> (31 - k - E)) & emask
-                                pos += E
-                            else:
-                                ex = b - d
-                                if ex < 0:
-                                    err = 3
-                                    break
-                        if pos + M > length:
-                            err = 1
-                            break
-                        tmp[j] = ((head >> k) << sshift) | (ex << M) | ((_peek(s64, pos) >> (32 - M)) & mmask)
-                        pos += M
-                        j += 1
-        if err == 0:
-            if z == 0:
-                for i in range(nv):
-                    out[e, i] = tmp[i]
-            else:  # the coded values to their places, zeros between
-                c = 0
-                for i in range(nv):
-                    one = np.int64(out[e, i])
-                    out[e, i] = tmp[c] * one
-                    c += one
-        if err == 0 and pos != length:
-            err = 2
-        if err == 0:
-            got, gz, gk, gb = _plan(out[e], E, M)
-            if got != length or gz != z or gk != k or gb != b:  # the encoder's own choice, bit for bit
-                err = 4
-        errors[e] = err
+        code = np.int64(payload.ctypes.data) + o
+        if o + MARGIN > size:
+            for q in range(MARGIN):
+                s8[q] = payload[o + q] if q < nbytes else 0
+            code = np.int64(s8.ctypes.data)
+        errors[e] = _values(code, length, E, M, out, e, tmp)
 
 
 @nb.njit(parallel=True, cache=True)
@@ -383,8 +379,8 @@ def _decode(payload, offsets, lengths, out, errors, E, M):
     n = out.shape[0]
     for c in nb.prange((n + CHUNK - 1) // CHUNK):
         _decode_chunk(payload, offsets, lengths, E, M, np.uint64(c * CHUNK), np.uint64(min(n, (c + 1) * CHUNK)),
-                      out, errors, np.empty(8 * CODE_WORDS, dtype=np.uint8), np.zeros(CODE_WORDS, dtype=np.uint64),
-                      np.empty(out.shape[1] + BLOCK + 1, dtype=np.int64))
+                      out, errors, np.empty(MARGIN, dtype=np.uint8),
+                      np.empty(out.shape[1] + STRIDE_LANES, dtype=np.uint16))
 
 
 KERNELS = {True: (_bits, _encode, _decode), False: (serial(_bits), serial(_encode), serial(_decode))}
