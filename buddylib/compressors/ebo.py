@@ -257,8 +257,8 @@ def _peek(code, pos):
 
 @nb.njit(inline="always")
 def _values(code, length, E, M, out, e, tmp):
-    """Decode the code of ``length`` bits at address ``code`` into ``out[e]``; return 0 or a
-    :data:`DECODE_ERRORS` code. Its reads stay within the :data:`MARGIN` bytes from ``code``."""
+    """Decode the code of ``length`` bits at address ``code`` into ``out[e]``; return ``(0, its plan z << 11 | k
+    << 8 | b)`` or ``(a DECODE_ERRORS code, 0)``. Its reads stay within the :data:`MARGIN` bytes from ``code``."""
     nv = out.shape[1]
     sshift = E + M
     mmask = (1 << M) - 1
@@ -270,7 +270,7 @@ def _values(code, length, E, M, out, e, tmp):
     k = 0
     if z == 1:
         if pos + nv > length:
-            return 1
+            return 1, 0
         n = 0
         for part in range(nv // 32):  # the mask: a coded value's flag 1, a zero word's 0, in ``out``
             bits = np.int64(_peek(code, pos) >> np.uint64(32))
@@ -281,7 +281,7 @@ def _values(code, length, E, M, out, e, tmp):
                 n += one
     if n > 0:
         if pos + E + 3 > length:
-            return 1
+            return 1, 0
         bk = np.int64(_peek(code, pos) >> np.uint64(64 - E - 3))
         b, k = bk >> 3, bk & 7
         pos += E + 3
@@ -306,12 +306,12 @@ def _values(code, length, E, M, out, e, tmp):
                 first += STRIDE_LANES
             pos += first * w
             if pos > length:
-                return 1
+                return 1, 0
             j += first
             if j == n:
                 break
             if pos + 1 + k > length:  # an escape or a fault, read alone
-                return 1
+                return 1, 0
             x = _peek(code, pos)
             head = np.int64(x >> s1)
             pos += 1 + k
@@ -320,15 +320,15 @@ def _values(code, length, E, M, out, e, tmp):
                 d = head & kmask
                 if d == lim:
                     if pos + E > length:
-                        return 1
+                        return 1, 0
                     ex = np.int64(x >> np.uint64(63 - k - E)) & emask
                     pos += E
                 else:
                     ex = b - d
                     if ex < 0:
-                        return 3
+                        return 3, 0
             if pos + M > length:
-                return 1
+                return 1, 0
             mant = np.int64(_peek(code, pos) >> np.uint64(64 - M)) & mmask
             tmp[j] = ((head >> k) << sshift) | (ex << M) | mant
             pos += M
@@ -343,20 +343,18 @@ def _values(code, length, E, M, out, e, tmp):
             out[e, i] = tmp[c] * one
             c += one
     if pos != length:
-        return 2
-    got, gz, gk, gb = _plan(out, e, E, M)
-    if got != length or gz != z or gk != k or gb != b:  # the encoder's own choice, bit for bit
-        return 4
-    return 0
+        return 2, 0
+    return 0, (z << 11) | (k << 8) | b
 
 
 @chunk_body
-def _decode_chunk(payload, offsets, lengths, E, M, lo, hi, out, errors, s8, tmp):
+def _decode_chunk(payload, offsets, lengths, E, M, lo, hi, out, errors, s8, tmp, plans):
     """Decode the codes of entries lo..hi-1 into ``out`` (entries, values); ``errors[e]``: 0, or a
     :data:`DECODE_ERRORS` code. A code is read where it lies in the payload, or, within :data:`MARGIN` bytes of
     the payload's end, from a copy in ``s8`` (scratch) with zeros after it, so no read leaves an array: the
     values a block reads past the code are discarded. First the bits after the code in its last byte are checked
-    to be zero."""
+    to be zero; last, once the chunk is decoded (its entries' stores done, not waited on by each plan's loads),
+    that each code is the encoder's own, by planning the decoded entry (``plans``: scratch of the headers)."""
     size = payload.size
     for e in range(lo, hi):
         length = np.int64(lengths[e])
@@ -370,7 +368,12 @@ def _decode_chunk(payload, offsets, lengths, E, M, lo, hi, out, errors, s8, tmp)
             for q in range(MARGIN):
                 s8[q] = payload[o + q] if q < nbytes else 0
             code = np.int64(s8.ctypes.data)
-        errors[e] = _values(code, length, E, M, out, e, tmp)
+        errors[e], plans[e - lo] = _values(code, length, E, M, out, e, tmp)
+    for e in range(lo, hi):
+        if errors[e] == 0:
+            got, z, k, b = _plan(out, e, E, M)
+            if got != lengths[e] or ((z << 11) | (k << 8) | b) != plans[e - lo]:  # the encoder's choice, bit for bit
+                errors[e] = 4
 
 
 @nb.njit(parallel=True, cache=True)
@@ -380,7 +383,7 @@ def _decode(payload, offsets, lengths, out, errors, E, M):
     for c in nb.prange((n + CHUNK - 1) // CHUNK):
         _decode_chunk(payload, offsets, lengths, E, M, np.uint64(c * CHUNK), np.uint64(min(n, (c + 1) * CHUNK)),
                       out, errors, np.empty(MARGIN, dtype=np.uint8),
-                      np.empty(out.shape[1] + STRIDE_LANES, dtype=np.uint16))
+                      np.empty(out.shape[1] + STRIDE_LANES, dtype=np.uint16), np.empty(CHUNK, dtype=np.int64))
 
 
 KERNELS = {True: (_bits, _encode, _decode), False: (serial(_bits), serial(_encode), serial(_decode))}
