@@ -205,6 +205,16 @@ def test_damaged_codes_are_named_never_read_out_of_bounds() -> None:
         ebo.decode(EBO("fp16").encode(x))
 
 
+def test_a_strided_payload_is_read_as_its_values() -> None:
+    """The decoder reads a code at its address: a payload that is a strided view decodes as its copy does."""
+    ebo = EBO("bf16")
+    x = (np.random.default_rng(5).standard_normal(64 * 40).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    lengths, payload = ebo.encode_entries(x)
+    spread = np.zeros(2 * payload.size, np.uint8)
+    spread[::2] = payload
+    assert ebo.decode_entries(lengths, spread[::2]).tobytes() == x.tobytes()
+
+
 def test_a_non_canonical_code_is_refused() -> None:
     """The decoder takes exactly what the encoder writes: the same values coded another way are an error."""
     ebo = EBO("bf16")

@@ -455,6 +455,11 @@ class EBO(Coded):
     def stream_id(self) -> int:
         return 16 + list(FORMATS).index(self.fmt)
 
+    def decode_entries(self, lengths: np.ndarray, payload: np.ndarray) -> np.ndarray:
+        """As :meth:`Coded.decode_entries`, on a contiguous copy of a strided payload: the decoder reads a code
+        at its address."""
+        return super().decode_entries(lengths, np.ascontiguousarray(payload))
+
     def encode_entries(self, data: object) -> tuple[np.ndarray, np.ndarray]:
         """As :meth:`Coded.encode_entries`, planning each entry once: the size path keeps its plans for the
         encoder."""
