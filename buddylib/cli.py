@@ -145,9 +145,9 @@ def _analyze(args: argparse.Namespace) -> int:
     else:
         snapshots = run
         recorded = set.intersection(*(set(a.sectors) for s in run for a in s.allocations))
-        halves = {a.dtype for s in run for a in s.allocations} & set(FLOAT_CODES)
+        floats = {a.dtype for s in run for a in s.allocations} & set(FLOAT_CODES)
         args.compressor = args.compressor or [*DEFAULT_COMPRESSORS, *(
-            FLOAT_CODES[d] for d in sorted(halves) if FLOAT_CODES[d] in recorded)]
+            FLOAT_CODES[d] for d in sorted(floats) if FLOAT_CODES[d] in recorded)]
         missing = [c for c in args.compressor if c in compressor_names() and c not in recorded]
         if missing:
             raise ValueError(f"{args.paths[0]}: a saved run without bytes; it records sectors for "
