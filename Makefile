@@ -8,6 +8,10 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 # Benchmark size per data kind (MiB); the issue's targets are stated at >= 256 MiB (make bench).
 BENCH_MIB ?= 256
+# Calls a median of make bench takes: on a VM a call now and then stalls in the page faults of its fresh output
+# (measured for EBO's decode at 256 MiB: the same 141 huge-page faults take 300-650 ms of kernel time, not 15-45,
+# and the call 3x as long); a median of 5 took 3 such calls in two of three runs, a median of 9 needs 5.
+BENCH_REPEAT ?= 9
 # The benchmark inside make reproduce: a smaller size, so the main job's benchmark takes under a minute
 # on two cores (noisier speeds; its index says the size it ran at).
 REPRODUCE_BENCH_MIB ?= 16
@@ -56,7 +60,7 @@ test: $(STAMP)
 
 ## bench: compressor throughput and ratios beside zstd and lz4 into reports/bench/
 bench: $(STAMP)
-	$(VENV)/bin/buddy bench --out reports/bench --mib $(BENCH_MIB)
+	$(VENV)/bin/buddy bench --out reports/bench --mib $(BENCH_MIB) --repeat $(BENCH_REPEAT)
 
 ## fixtures: remake the committed quick-scale runs the notebooks read and notebook 08's recorded model, then the
 ## notebooks' committed outputs (nbval compares them); commit both. `buddy fixtures --check` compares without writing.
