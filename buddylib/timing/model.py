@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 import xarray as xr
@@ -135,6 +136,29 @@ class Workset:
         return self._merged
 
 
+class Replay(Protocol):
+    """What the model replays instead of a :class:`Workset` where a run's per-entry sectors are not kept: a
+    committed summary's accesses (:class:`buddylib.timing.accesses.Accesses`), which answer the model's questions
+    from per-region counts."""
+
+    name: str
+    compressor: str
+    n_accesses: int
+    _misses: dict
+
+    @property
+    def last(self) -> Snapshot: ...
+
+    def traffic(self, targets: dict[str, Any], region: int | None) -> dict[str, np.ndarray]: ...
+
+    def choose(self, thresholds: Sequence[float], policy: str, region: int | None, rule: str,
+               targets: Sequence[float]) -> list[dict[str, Any]]: ...
+
+    def metadata_misses(self, params: Params) -> np.ndarray: ...
+
+    def um_faults(self, capacity_pages: int, page_bytes: int) -> int: ...
+
+
 #: Element sizes of dtypes numpy does not know (raw tensors the readers label by name).
 _EXTRA_ITEMSIZE = {"bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
 
@@ -229,10 +253,12 @@ def _region_sectors(ws: Workset, region: int) -> dict[str, np.ndarray]:
     return ws._region_hists[region]
 
 
-def _metadata_misses(ws: Workset, params: Params) -> np.ndarray:
+def _metadata_misses(ws: Workset | Replay, params: Params) -> np.ndarray:
     """Metadata-cache misses per kernel, replaying the iteration twice (the second is counted): each entry
     access reads the metadata line of its allocation holding its entry's bits (allocations' lines follow
     each other)."""
+    if not isinstance(ws, Workset):
+        return ws.metadata_misses(params)
     per_line = params.entries_per_metadata_line
     which, entry, bounds = ws.merged()
     first = np.cumsum([0] + [-(-a.n_entries // per_line) for a in ws.last.allocations], dtype=np.int64)
@@ -241,9 +267,12 @@ def _metadata_misses(ws: Workset, params: Params) -> np.ndarray:
     return np.diff(bounds, prepend=0).astype(float) - hits
 
 
-def traffic(ws: Workset, targets: dict[str, float], region: int | None = None) -> dict[str, np.ndarray]:
+def traffic(ws: Workset | Replay, targets: dict[str, float], region: int | None = None) -> dict[str, np.ndarray]:
     """Per kernel: baseline, device and link bytes at the given per-allocation targets, or with ``region``
-    at the given per-region ones (``targets[name]``: one target per ``region``-byte region)."""
+    at the given per-region ones (``targets[name]``: one target per ``region``-byte region). ``ws`` may be an
+    :class:`~buddylib.timing.accesses.Accesses` (a summary's), as everywhere a Workset is replayed."""
+    if not isinstance(ws, Workset):
+        return ws.traffic(targets, region)
     names, h, flops = _sector_hists(ws)
     size = SECTOR_BYTES * layout.SECTOR_VALUES
     if region is None:
@@ -266,7 +295,7 @@ def traffic(ws: Workset, targets: dict[str, float], region: int | None = None) -
 # ---------------------------------------------------------------------------------------
 
 
-def _peak(ws: Workset, g: GPU) -> float:
+def _peak(ws: Workset | Replay, g: GPU) -> float:
     dtypes = {a.dtype for a in ws.last.allocations}
     return g.fp64_flops if "float64" in dtypes else g.fp32_flops
 
@@ -289,7 +318,7 @@ def kernel_times(tr: dict[str, np.ndarray], meta_misses: np.ndarray, g: GPU, lk:
     return np.broadcast_to(base, buddy.shape), buddy
 
 
-def targets_for(ws: Workset, thresholds: Sequence[float], policy: str = "profile", region: int | None = None,
+def targets_for(ws: Workset | Replay, thresholds: Sequence[float], policy: str = "profile", region: int | None = None,
                 rule: str = "budget", targets: Sequence[float] = layout.TARGETS) -> list[dict[str, float]]:
     """Targets per allocation chosen by the placement policy over the run's snapshots, one mapping per buddy
     threshold: one analysis for them all (its sector histograms and their reductions, most of its time, are the
@@ -297,6 +326,8 @@ def targets_for(ws: Workset, thresholds: Sequence[float], policy: str = "profile
     from buddylib import regions
     from buddylib.analysis import analyze, region_histograms
 
+    if not isinstance(ws, Workset):
+        return ws.choose(thresholds, policy, region, rule, targets)
     if region is not None:
         if region not in ws._snapshot_regions:
             ws._snapshot_regions[region] = region_histograms(ws.snapshots, [ws.compressor], region, progress=False)
@@ -313,7 +344,7 @@ def targets_for(ws: Workset, thresholds: Sequence[float], policy: str = "profile
     return out
 
 
-def um_slowdown(ws: Workset, capacity_ratio: float, g: GPU, lk: Link, params: Params) -> tuple[float, int]:
+def um_slowdown(ws: Workset | Replay, capacity_ratio: float, g: GPU, lk: Link, params: Params) -> tuple[float, int]:
     """Unified-Memory oversubscription: (slowdown, faults per iteration).
 
     Device memory holds ``footprint / capacity_ratio``; pages migrate on first touch when not
@@ -323,16 +354,19 @@ def um_slowdown(ws: Workset, capacity_ratio: float, g: GPU, lk: Link, params: Pa
     # allocations start on page boundaries
     first = np.cumsum([0] + [-(-a.nbytes // page) for a in ws.last.allocations], dtype=np.int64)
     offset = int(first[-1]) * page
-    one = caches.page_sequence(*ws.merged(), first, ENTRY_BYTES, page)
     capacity = max(1, int(offset / capacity_ratio) // page)
-    faults = caches.page_faults(np.concatenate([one, one]), capacity, warm_start=one.size)
+    if isinstance(ws, Workset):
+        one = caches.page_sequence(*ws.merged(), first, ENTRY_BYTES, page)
+        faults = caches.page_faults(np.concatenate([one, one]), capacity, warm_start=one.size)
+    else:
+        faults = ws.um_faults(capacity, page)
     tr = traffic(ws, {})
     t_base = np.maximum(tr["flops"] / _peak(ws, g), tr["baseline_bytes"] / g.hbm_bandwidth).sum()
     t_um = t_base + faults * (params.um_fault_seconds + page / lk.bandwidth)
     return float(t_um / t_base), int(faults)
 
 
-def slowdown(ws: Workset, gpu_name: str = paper.HEADLINE["gpu"], link_name: str = paper.HEADLINE["link"],
+def slowdown(ws: Workset | Replay, gpu_name: str = paper.HEADLINE["gpu"], link_name: str = paper.HEADLINE["link"],
              threshold: float = layout.DEFAULT_THRESHOLD,
              params: Params | None = None, bandwidth_credit: bool = True, region: int | str | None = None,
              rule: str = "budget", targets: Sequence[float] = layout.TARGETS,
@@ -343,7 +377,8 @@ def slowdown(ws: Workset, gpu_name: str = paper.HEADLINE["gpu"], link_name: str 
     return {k: float(v.item()) for k, v in ds.data_vars.items() if v.size == 1}
 
 
-def sweep(ws: Workset, gpus: Sequence[str] = (paper.HEADLINE["gpu"],), links: Sequence[str] = (paper.HEADLINE["link"],),
+def sweep(ws: Workset | Replay, gpus: Sequence[str] = (paper.HEADLINE["gpu"],),
+          links: Sequence[str] = (paper.HEADLINE["link"],),
           thresholds: Sequence[float] = (layout.DEFAULT_THRESHOLD,), latency_scales: Sequence[float] = (1.0,),
           metadata_cache_bytes: Sequence[int] | None = None, outstanding: Sequence[int] | None = None,
           bandwidth_credit: Sequence[bool] = (True,), params: Params | None = None,
@@ -368,7 +403,7 @@ def sweep(ws: Workset, gpus: Sequence[str] = (paper.HEADLINE["gpu"],), links: Se
         if key not in ws._misses:
             ws._misses[key] = _metadata_misses(ws, Params(**{**params.__dict__, "metadata_cache_bytes": c}))
     misses = {c: ws._misses[(c, params.metadata_ways, params.metadata_line_bytes)] for c in cache_sizes}
-    n_accesses = float(ws.merged()[1].size)
+    n_accesses = float(ws.merged()[1].size if isinstance(ws, Workset) else ws.n_accesses)
     shape = (len(gpus), len(links), len(thresholds), len(latency_scales), len(cache_sizes), len(in_flight),
              len(credits))
     out = {k: np.zeros(shape) for k in ("slowdown", "baseline_seconds", "buddy_seconds")}

@@ -1,0 +1,350 @@
+"""One iteration's accesses in a form the size of a committed summary (:class:`Accesses`): what the timing
+model needs to replay an iteration at a scale whose per-entry sectors are not kept.
+
+The per-entry replay (:class:`~buddylib.timing.model.Workset`) walks every entry each kernel touches. What of
+that walk reaches a slowdown is kept here, at a size that grows with the footprint / 4 KiB and not with the
+accesses:
+
+* **the sectors touched**, per access of the profile: the entries it touches (with multiplicity, x its passes)
+  counted by their sector count in each aligned 4 KiB region of the last snapshot (``(regions, 5)``), for the
+  compressor that drives the layout. A region's device share decides its entries' traffic, so any coarser
+  region's traffic is a sum over its 4 KiB parts, and one target per allocation sums them all. An access that
+  streams its whole allocation keeps no array (its counts are the snapshot's own region histogram, ``whole``);
+  one that streams a prefix keeps its length and the counts of its last, partial region (``prefix``); the
+  others (strided, random, gathers) keep their counts (``counts``), shared by accesses that touch the same
+  entries (a gather through one index at one fraction, from several kernels).
+* **the metadata cache's misses** per kernel at each cache size kept (:data:`METADATA_CACHES`; the
+  default associativity and line): a replay reads one metadata line per entry access whatever the entry's
+  sectors and target, so its misses follow from the access order alone.
+* **Unified Memory**: for each page size kept (:data:`UM_PAGES`), the second iteration's page accesses per
+  LRU stack distance (other pages touched since the page's previous access). LRU holding ``C`` pages faults
+  on exactly the accesses at distance ``C`` or more, so the faults are exact at any capacity.
+
+:meth:`Accesses.from_workset` measures it from a run; :meth:`Accesses.encode` / :func:`decode` write and read it
+(the arrays as one zstd-compressed blob beside the summary, :mod:`buddylib.studies.summaries`). The timing model
+(:func:`~buddylib.timing.model.sweep`, :func:`~buddylib.timing.model.um_slowdown`) takes an ``Accesses`` wherever
+it takes a ``Workset``; the two give the same slowdown (``tests/test_accesses.py``; the same sums, added in
+another order).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numba as nb
+import numpy as np
+import xarray as xr
+import zstandard
+
+from buddylib import layout, regions
+from buddylib.compressors.abc import readonly
+from buddylib.entries import ENTRY_BYTES, SECTOR_BYTES, SECTORS_PER_ENTRY
+from buddylib.snapshot import Snapshot
+from buddylib.timing import caches
+from buddylib.timing.model import Params, Workset, _metadata_misses
+
+#: The granularity the sectors touched are kept at: the finest region (a coarser one adds them).
+REGION_BYTES = regions.MIN_REGION_BYTES
+#: Metadata-cache sizes whose misses are kept (notebook 05's sweep; the default, 64 KiB, among them).
+METADATA_CACHES = (4 << 10, 16 << 10, 64 << 10, 256 << 10)
+#: Unified-Memory page sizes whose stack distances are kept (notebook 05's UM comparison).
+UM_PAGES = (4 << 10, 64 << 10, 2 << 20)
+#: Marks an encoded block, and its layout.
+FORMAT = "buddylib-accesses-1"
+_BINS = SECTORS_PER_ENTRY + 1
+
+
+@dataclass
+class Accesses:
+    """What the timing model replays of one iteration, per 4 KiB region (the module's docstring says what).
+
+    ``snapshots`` (allocations without data) and ``counts`` (their sector histograms, ``(snapshot, allocation,
+    compressor, sectors)``) and ``region_counts`` (``{name: [snapshot, region, 5]}`` per 4 KiB region) choose the
+    targets, as for the run itself; ``shapes`` are the entries the accesses touch, ``(allocation, [region, 5])``;
+    ``terms`` say which kernel touches which shape how often (``kernel``, ``shape``, ``passes``).
+    """
+
+    name: str
+    compressor: str
+    snapshots: list[Snapshot]
+    counts: xr.DataArray
+    region_counts: dict[str, np.ndarray]
+    flops: np.ndarray
+    shapes: list[tuple[str, np.ndarray]]
+    kernel: np.ndarray
+    shape: np.ndarray
+    passes: np.ndarray
+    n_accesses: int
+    _misses: dict = field(default_factory=dict)
+    distances: dict[int, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def last(self) -> Snapshot:
+        return self.snapshots[-1]
+
+    # -----------------------------------------------------------------------------------
+    # measured from a run
+    # -----------------------------------------------------------------------------------
+
+    @classmethod
+    def from_workset(cls, ws: Workset, params: Params | None = None) -> Accesses:
+        """Measure it from a run's per-entry sectors and access streams (:class:`Workset`)."""
+        from buddylib.analysis import region_histograms, sector_histograms
+
+        params = params or Params()
+        per_region = {n: h[:, :, 0, 0].astype(np.int64) for n, h in
+                      region_histograms(ws.snapshots, [ws.compressor], REGION_BYTES, progress=False).items()}
+        counts = sector_histograms(ws.snapshots, [ws.compressor], progress=False).sel(weighting="entries",
+                                                                                       drop=True)
+        shapes, kernel, shape, passes = _shapes(ws)
+        misses = {}
+        for c in METADATA_CACHES:
+            p = Params(**{**params.__dict__, "metadata_cache_bytes": c})
+            misses[(c, p.metadata_ways, p.metadata_line_bytes)] = _metadata_misses(ws, p)
+        return cls(ws.name, ws.compressor, list(ws.snapshots), counts, per_region,
+                   np.array([k.flops for k in ws.profile.kernels], float), shapes, kernel, shape, passes,
+                   int(ws.merged()[1].size), misses, {p: _page_distances(ws, p) for p in UM_PAGES})
+
+    # -----------------------------------------------------------------------------------
+    # what the timing model asks of it (as of a Workset)
+    # -----------------------------------------------------------------------------------
+
+    def traffic(self, targets: Mapping[str, Any], region: int | None = None) -> dict[str, np.ndarray]:
+        """:func:`buddylib.timing.model.traffic` from the kept counts."""
+        size = (SECTOR_BYTES * layout.SECTOR_VALUES).astype(float)
+        n_shapes = len(self.shapes)
+        dev, link, base = np.zeros(n_shapes), np.zeros(n_shapes), np.zeros(n_shapes)
+        for i, (name, h) in enumerate(self.shapes):
+            share = _share(targets.get(name, 1.0), region, h.shape[0])
+            dev[i] = (h * np.minimum(size, share[:, None])).sum()
+            link[i] = (h * np.maximum(size - share[:, None], 0)).sum()
+            base[i] = h.sum() * ENTRY_BYTES
+        out = {}
+        for key, per_shape in (("baseline_bytes", base), ("device_bytes", dev), ("link_bytes", link)):
+            out[key] = np.zeros(self.flops.size)
+            np.add.at(out[key], self.kernel, self.passes * per_shape[self.shape])
+        return out | {"flops": self.flops}
+
+    def choose(self, thresholds: Sequence[float], policy: str = "profile", region: int | None = None,
+               rule: str = "budget", targets: Sequence[float] = layout.TARGETS) -> list[dict[str, Any]]:
+        """:func:`buddylib.timing.model.targets_for` from the kept histograms."""
+        from buddylib.analysis import analyze_histograms
+
+        if region is not None:
+            hists = {n: regions.coarsen(h, region // REGION_BYTES) for n, h in self.region_counts.items()}
+            chosen = regions.choose(hists, thresholds, targets, policy, rule)
+            return [{n: c[-1, :, ti] for n, c in chosen.items()} for ti in range(len(thresholds))]
+        ds = analyze_histograms(self.counts.sel(compressor=[self.compressor]), self.snapshots, list(thresholds),
+                                targets, policy)
+        last = ds.chosen_target.isel(snapshot=-1).sel(compressor=self.compressor)
+        return [{str(n): float(v) for n, v in zip(last.allocation.values, last.sel(threshold=t).values, strict=True)
+                 if v == v} for t in thresholds]
+
+    def metadata_misses(self, params: Params) -> np.ndarray:
+        """The misses per kernel kept for ``params``' metadata cache; ``ValueError`` for one not kept."""
+        key = (params.metadata_cache_bytes, params.metadata_ways, params.metadata_line_bytes)
+        if key not in self._misses:
+            kept = ", ".join(f"{c} B ({w} ways, {line}-B lines)" for c, w, line in sorted(self._misses))
+            raise ValueError(f"{self.name}: metadata misses are kept for caches of {kept}, not of "
+                             f"{key[0]} B ({key[1]} ways, {key[2]}-B lines)")
+        return self._misses[key]
+
+    def um_faults(self, capacity_pages: int, page_bytes: int) -> int:
+        """Faults of one iteration (the second) of LRU residency holding ``capacity_pages`` pages."""
+        if page_bytes not in self.distances:
+            raise ValueError(f"{self.name}: Unified Memory is kept for pages of "
+                             f"{', '.join(str(p) for p in sorted(self.distances))} bytes, not {page_bytes}")
+        if capacity_pages < 1:
+            raise ValueError(f"device capacity of {capacity_pages} pages: at least one page must fit")
+        d = self.distances[page_bytes]
+        return int(d[capacity_pages:].sum())
+
+    # -----------------------------------------------------------------------------------
+    # kept in a summary
+    # -----------------------------------------------------------------------------------
+
+    def encode(self) -> tuple[dict[str, Any], bytes]:
+        """The block a summary keeps (JSON-ready) and its arrays as one zstd-19 blob (the same bytes for the same
+        run): per shape its allocation and kind (``whole``, ``prefix`` with its entries and last region's counts,
+        or ``counts``, uint32 ``[region, 5]`` in the blob), the terms, the misses, the distances (uint64 blob)."""
+        names = [a.name for a in self.last.allocations]
+        specs, parts, at = [], [], 0
+        for name, h in self.shapes:
+            spec = _kind(h, self.region_counts[name][-1])
+            if spec["kind"] == "counts":
+                raw = h.astype("<u4").tobytes()
+                spec |= {"offset": at, "regions": int(h.shape[0])}
+                parts.append(raw)
+                at += len(raw)
+            specs.append({"allocation": names.index(name), **spec})
+        um = {}
+        for page, d in self.distances.items():
+            raw = d.astype("<u8").tobytes()
+            um[str(page)] = {"offset": at, "length": int(d.size)}
+            parts.append(raw)
+            at += len(raw)
+        blob = zstandard.ZstdCompressor(level=19).compress(b"".join(parts))
+        block = {"format": FORMAT, "compressor": self.compressor, "region_bytes": REGION_BYTES,
+                 "shapes": specs, "terms": [[int(k), int(s), float(p)] for k, s, p in
+                                            zip(self.kernel, self.shape, self.passes, strict=True)],
+                 "metadata_misses": [{"cache_bytes": c, "ways": w, "line_bytes": line, "misses": m.tolist()}
+                                     for (c, w, line), m in sorted(self._misses.items())],
+                 "accesses": self.n_accesses, "um_distances": um,
+                 "sha256": hashlib.sha256(blob).hexdigest()}
+        return block, blob
+
+
+def decode(block: Mapping[str, Any], blob: bytes, name: str, snapshots: list[Snapshot], counts: xr.DataArray,
+           region_counts: dict[str, np.ndarray], flops: np.ndarray) -> Accesses:
+    """:meth:`Accesses.encode`'s block and blob back, beside what a summary keeps anyway (its snapshots, sector
+    histograms and 4 KiB region histograms, the profile's flops); ``ValueError`` names what does not fit."""
+    if block.get("format") != FORMAT or int(block.get("region_bytes", 0)) != REGION_BYTES:
+        raise ValueError(f"{name}: its accesses block is not {FORMAT} at {REGION_BYTES}-byte regions")
+    if hashlib.sha256(blob).hexdigest() != block["sha256"]:
+        raise ValueError(f"{name}: its accesses' arrays are not the ones it records (SHA-256 differs)")
+    try:
+        raw = zstandard.ZstdDecompressor().decompress(blob)
+    except zstandard.ZstdError as e:
+        raise ValueError(f"{name}: its accesses' arrays do not decode ({e})") from None
+    names = [a.name for a in snapshots[-1].allocations]
+    shapes = []
+    for spec in block["shapes"]:
+        alloc = names[int(spec["allocation"])]
+        shapes.append((alloc, _unkind(spec, raw, region_counts[alloc][-1], name)))
+    terms = np.asarray(block["terms"], float).reshape(-1, 3)
+    kernel, shape = terms[:, 0].astype(np.int64), terms[:, 1].astype(np.int64)
+    if ((kernel < 0) | (kernel >= flops.size)).any() or ((shape < 0) | (shape >= len(shapes))).any():
+        raise ValueError(f"{name}: an access names a kernel or shape it does not have")
+    misses = {(int(m["cache_bytes"]), int(m["ways"]), int(m["line_bytes"])): np.asarray(m["misses"], float)
+              for m in block["metadata_misses"]}
+    distances = {int(p): _slice(raw, u["offset"], int(u["length"]) * 8, name).view("<u8").astype(np.int64)
+                 for p, u in block["um_distances"].items()}
+    return Accesses(name, block["compressor"], snapshots, counts, region_counts, flops, shapes, kernel, shape,
+                    terms[:, 2].copy(), int(block["accesses"]), misses, distances)
+
+
+# ---------------------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------------------
+
+
+def _shapes(ws: Workset) -> tuple[list[tuple[str, np.ndarray]], np.ndarray, np.ndarray, np.ndarray]:
+    """Per access of the profile, the 4 KiB regions' counts of the entries it touches (shared by accesses
+    touching the same entries) and the terms (kernel, shape, passes)."""
+    sectors = {a.name: np.asarray(a.sectors[ws.compressor]) for a in ws.last.allocations}
+    per = REGION_BYTES // ENTRY_BYTES
+    shapes: list[tuple[str, np.ndarray]] = []
+    seen: dict[tuple, int] = {}
+    kernel, shape, passes = [], [], []
+    for ki, (k, streams) in enumerate(zip(ws.profile.kernels, ws.streams(), strict=True)):
+        for ai, (acc, (name, ent, p)) in enumerate(zip(k.accesses, streams, strict=True)):
+            s = sectors[name]
+            key = (name, acc.pattern, acc.fraction, acc.stride, acc.index, acc.row)
+            if acc.pattern == "random":  # drawn afresh for each access
+                key = (*key, ki, ai)
+            if key not in seen:
+                n = -(-s.size // per)
+                h = np.bincount(ent // per * _BINS + s[ent], minlength=n * _BINS).reshape(n, _BINS)
+                seen[key] = len(shapes)
+                shapes.append((name, h.astype(np.int64)))
+            kernel.append(ki)
+            shape.append(seen[key])
+            passes.append(float(p))
+    return shapes, np.array(kernel, np.int64), np.array(shape, np.int64), np.array(passes, float)
+
+
+def _share(target: Any, region: int | None, n: int) -> np.ndarray:
+    """Device bytes an entry may keep, per 4 KiB region of an allocation of ``n`` such regions."""
+    r = np.asarray(target, float)
+    if region is None or r.ndim == 0:
+        return np.full(n, ENTRY_BYTES / float(r))
+    return np.repeat(ENTRY_BYTES / r, region // REGION_BYTES)[:n]
+
+
+def _kind(h: np.ndarray, whole: np.ndarray) -> dict[str, Any]:
+    """How a shape is kept: ``whole`` (the snapshot's region histogram), ``prefix`` (its first entries: the
+    snapshot's histogram up to its last region, that region's counts kept) or ``counts``; the first of them that
+    gives back ``h`` exactly."""
+    if np.array_equal(h, whole):
+        return {"kind": "whole"}
+    entries = int(h.sum())
+    full = entries // (REGION_BYTES // ENTRY_BYTES)
+    if full < h.shape[0]:
+        spec = {"kind": "prefix", "entries": entries, "partial": h[full].tolist()}
+        if np.array_equal(_unkind(spec, b"", whole, ""), h):
+            return spec
+    return {"kind": "counts"}
+
+
+def _unkind(spec: Mapping[str, Any], raw: bytes, whole: np.ndarray, name: str) -> np.ndarray:
+    """A shape's ``[region, 5]`` counts from how it is kept (:func:`_kind`)."""
+    kind = spec.get("kind")
+    if kind == "whole":
+        return whole.copy()
+    if kind == "prefix":
+        per = REGION_BYTES // ENTRY_BYTES
+        full = int(spec["entries"]) // per
+        out = np.zeros_like(whole)
+        out[:full] = whole[:full]
+        if full < out.shape[0]:
+            out[full] = spec["partial"]
+        return out
+    if kind == "counts":
+        n = int(spec["regions"])
+        return _slice(raw, int(spec["offset"]), n * _BINS * 4, name).view("<u4").reshape(n, _BINS).astype(np.int64)
+    raise ValueError(f"{name}: a shape of kind {kind!r}; whole, prefix or counts expected")
+
+
+def _slice(raw: bytes, offset: int, length: int, name: str) -> np.ndarray:
+    if offset < 0 or length < 0 or offset + length > len(raw):
+        raise ValueError(f"{name}: an array of its accesses lies outside their {len(raw)} bytes")
+    return np.frombuffer(raw, np.uint8, length, offset)
+
+
+def _page_distances(ws: Workset, page: int) -> np.ndarray:
+    """The second iteration's page accesses per LRU stack distance (:func:`buddylib.timing.model.um_slowdown`'s
+    sequence: allocations start on page boundaries, the iteration replayed twice)."""
+    first = np.cumsum([0] + [-(-a.nbytes // page) for a in ws.last.allocations], dtype=np.int64)
+    one = caches.page_sequence(*ws.merged(), first, ENTRY_BYTES, page)
+    seq = np.concatenate([one, one])
+    d = _stack_distances(readonly(seq), int(first[-1]) + 1, one.size)
+    return np.bincount(d, minlength=int(first[-1]) + 1).astype(np.int64)
+
+
+@nb.njit(cache=True)
+def _stack_distances(pages, n_pages, start):
+    """Per access from ``start`` on: the distinct other pages accessed since its page's previous access
+    (every page of the second iteration was accessed in the first), by a Fenwick tree over time marking each
+    page's latest access."""
+    n = pages.shape[0]
+    tree = np.zeros(n + 1, np.int64)
+    latest = np.full(n_pages, -1, np.int64)
+    out = np.zeros(n - start, np.int64)
+    for t in range(n):
+        p = pages[t]
+        prev = latest[p]
+        if prev >= 0:
+            if t >= start:
+                total = 0
+                i = t
+                while i > 0:
+                    total += tree[i]
+                    i -= i & -i
+                i = prev + 1
+                while i > 0:
+                    total -= tree[i]
+                    i -= i & -i
+                out[t - start] = total
+            i = prev + 1
+            while i <= n:
+                tree[i] -= 1
+                i += i & -i
+        i = t + 1
+        while i <= n:
+            tree[i] += 1
+            i += i & -i
+        latest[p] = t
+    return out

@@ -1,0 +1,75 @@
+"""The timing model from a summary's compact accesses (buddylib.timing.accesses) against the per-entry replay."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from buddylib import regions
+from buddylib.studies import fixtures
+from buddylib.timing import accesses, caches, model
+from buddylib.timing.hardware import gpu, link
+
+#: Quick fixtures whose profiles hold every kind of access: random draws, gathers and prefix streams (md),
+#: gathers through an index (cg, lulesh, biglstm's embedding), strided sweeps (minighost).
+RUNS = ("md", "cg", "minighost", "biglstm")
+
+
+def _both(name: str) -> tuple[model.Workset, accesses.Accesses]:
+    ws = model.Workset.load(fixtures.FOLDER / f"{name}-quick-s0.nc")
+    acc = accesses.Accesses.from_workset(ws)
+    block, blob = acc.encode()
+    kept = accesses.decode(block, blob, acc.name, acc.snapshots, acc.counts, acc.region_counts, acc.flops)
+    return ws, kept
+
+
+@pytest.mark.parametrize("name", RUNS)
+def test_a_summarys_accesses_give_the_replays_slowdown(name: str) -> None:
+    ws, kept = _both(name)
+    grid = dict(thresholds=[0.1, 0.3, 0.5], bandwidth_credit=(False, True), metadata_cache_bytes=[4 << 10, 64 << 10])
+    for gran in regions.GRANULARITIES:
+        for rule in regions.RULES if gran else ["budget"]:
+            for targets in ((1, 4 / 3, 2, 4), (1, 4 / 3, 2, 4, 8, 16)):
+                a = model.sweep(ws, region=gran, rule=rule, targets=targets, **grid)
+                b = model.sweep(kept, region=gran, rule=rule, targets=targets, **grid)
+                # the same sums in another order: equal to far below the 0.1-point the issue asks
+                np.testing.assert_allclose(b.slowdown, a.slowdown, rtol=1e-12, err_msg=f"{gran} {rule}")
+                np.testing.assert_array_equal(b.metadata_hit_rate, a.metadata_hit_rate)
+    for page in accesses.UM_PAGES:
+        p = model.Params(um_page_bytes=page)
+        assert model.um_slowdown(kept, 1.5, gpu("H100-80GB"), link("NVLink4"), p) == \
+            model.um_slowdown(ws, 1.5, gpu("H100-80GB"), link("NVLink4"), p)
+
+
+def test_what_is_not_kept_is_named() -> None:
+    _, kept = _both("md")
+    with pytest.raises(ValueError, match="metadata misses are kept for caches of"):
+        model.sweep(kept, metadata_cache_bytes=[32 << 10])
+    with pytest.raises(ValueError, match="Unified Memory is kept for pages of"):
+        model.um_slowdown(kept, 1.5, gpu("H100-80GB"), link("NVLink4"), model.Params(um_page_bytes=8 << 10))
+
+
+def test_a_damaged_block_is_refused() -> None:
+    ws = model.Workset.load(fixtures.FOLDER / "md-quick-s0.nc")
+    acc = accesses.Accesses.from_workset(ws)
+    block, blob = acc.encode()
+    args = (acc.name, acc.snapshots, acc.counts, acc.region_counts, acc.flops)
+    with pytest.raises(ValueError, match="SHA-256 differs"):
+        accesses.decode(block, blob[:-1] + bytes([blob[-1] ^ 1]), *args)
+    with pytest.raises(ValueError, match="kernel or shape it does not have"):
+        accesses.decode(block | {"terms": [[0, len(block["shapes"]), 1.0]]}, blob, *args)
+    counts = next(i for i, s in enumerate(block["shapes"]) if s["kind"] == "counts")
+    shapes = [dict(s) for s in block["shapes"]]
+    shapes[counts]["offset"] = 1 << 40
+    with pytest.raises(ValueError, match="outside their"):
+        accesses.decode(block | {"shapes": shapes}, blob, *args)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 11), min_size=1, max_size=60), st.integers(1, 13))
+def test_stack_distances_give_lrus_faults_at_every_capacity(one: list[int], capacity: int) -> None:
+    seq = np.array(one + one, np.int64)
+    d = accesses._stack_distances(seq, 12, len(one))
+    assert int((d >= capacity).sum()) == caches.page_faults(seq, capacity, warm_start=len(one))
