@@ -61,6 +61,8 @@ def _bench(args: argparse.Namespace) -> int:
 
 #: The code of 16-bit and FP8 floats :func:`_analyze` adds by default, per dtype an allocation may have.
 FLOAT_CODES = {"bfloat16": "ebo-bf16", "float16": "ebo-fp16", "float8_e4m3fn": "ebo-e4m3"}
+#: The compressors a summary's table shows by default, in this order (those it records).
+DEFAULT_ORDER = ("bpc32", "bpc64", "bdi", "fpc", "zvc", "bpc32zvc")
 
 
 def _analyze_parser(sub: argparse._SubParsersAction) -> None:
@@ -111,11 +113,6 @@ def _analyze(args: argparse.Namespace) -> int:
     import json
 
     from buddylib import analysis, regions
-    from buddylib.compressors import DEFAULT_COMPRESSORS
-    from buddylib.compressors import names as compressor_names
-    from buddylib.snapshot import Snapshot
-    from buddylib.userdata import readers
-    from buddylib.userdata.readers import human_bytes
 
     shape = _parse_shape(args.shape) if args.shape is not None else None
     if shape is not None and args.dtype is None:
@@ -131,6 +128,34 @@ def _analyze(args: argparse.Namespace) -> int:
     plot = Path(args.plot) if args.plot else None
     if plot is not None:
         _check_plot(plot, [Path(p) for p in args.paths])
+    summary = _summary_file(args.paths) if args.dtype is None else None
+    ds, timing = _summary_result(summary, args, region) if summary is not None else _arrays_result(args, shape, region)
+    table = analysis.allocation_table(ds, compressor=args.compressor[0], threshold=args.threshold)
+    total = analysis.total_row(ds, compressor=args.compressor[0], threshold=args.threshold)
+    if args.json:
+        print(json.dumps({"compressor": args.compressor[0], "threshold": args.threshold, "policy": args.policy,
+                          "region": regions.label(region), **({"rule": args.rule} if region else {}),
+                          "allocations": [_json_row(r) for r in table.reset_index().to_dict(orient="records")],
+                          "total": _json_row(total.to_dict()), **timing}, indent=1, allow_nan=False))
+    else:
+        _print_result(table, total, timing, args, region)
+    if out is not None:
+        _write_dataset(ds, out)
+        print(f"wrote {out}", file=sys.stderr)
+    if plot is not None:
+        _write_plot(ds, plot, args)
+        print(f"wrote {plot}", file=sys.stderr)
+    return 0
+
+
+def _arrays_result(args: argparse.Namespace, shape: tuple[int, ...] | None, region: int | None) -> tuple:
+    """The analysis of a user's arrays or of a saved run, and (for a run) the timing model's slowdown."""
+    from buddylib import analysis
+    from buddylib.compressors import DEFAULT_COMPRESSORS
+    from buddylib.compressors import names as compressor_names
+    from buddylib.snapshot import Snapshot
+    from buddylib.userdata import readers
+
     run = _saved_run(args.paths) if args.dtype is None else None
     if run is None:
         allocations = []
@@ -163,33 +188,79 @@ def _analyze(args: argparse.Namespace) -> int:
     finally:
         if client is not None:
             client.close()
-    table = analysis.allocation_table(ds, compressor=args.compressor[0], threshold=args.threshold)
-    total = analysis.total_row(ds, compressor=args.compressor[0], threshold=args.threshold)
     timing = _run_timing(Path(args.paths[0]), args.compressor[0], args.threshold, args) if run is not None else {}
-    if args.json:
-        print(json.dumps({"compressor": args.compressor[0], "threshold": args.threshold, "policy": args.policy,
-                          "region": regions.label(region), **({"rule": args.rule} if region else {}),
-                          "allocations": [_json_row(r) for r in table.reset_index().to_dict(orient="records")],
-                          "total": _json_row(total.to_dict()), **timing}, indent=1, allow_nan=False))
-    else:
-        print(_format_table(table, total))
-        print(f"\neffective ratio {total['effective']:.3f}x with {args.compressor[0]} "
-              f"(buddy threshold {args.threshold:g}, {args.policy} policy"
-              f"{f', a target per {regions.label(region)} region, {args.rule} rule' if region else ''}); ideal ratio "
-              f"{_ideal(total['ideal ' + args.compressor[0]])}; device {human_bytes(total['device bytes'])}"
-              f" (incl. metadata), buddy {human_bytes(total['buddy bytes'])} for {human_bytes(total['bytes'])} of data")
-        if "slowdown" in timing:
-            print(f"slowdown {timing['slowdown']:.4f}x of one step on {timing['gpu']} + {timing['link']} (timing model "
-                  "replaying the run's access profile over its last snapshot, no HBM credit)")
-        for line in timing.get("notes", []):
-            print(line)
-    if out is not None:
-        _write_dataset(ds, out)
-        print(f"wrote {out}", file=sys.stderr)
-    if plot is not None:
-        _write_plot(ds, plot, args)
-        print(f"wrote {plot}", file=sys.stderr)
-    return 0
+    return ds, timing
+
+
+def _print_result(table, total, timing: dict, args: argparse.Namespace, region: int | None) -> None:
+    """The table, the summary line, and the slowdown where the input has an access profile."""
+    from buddylib import regions
+    from buddylib.userdata.readers import human_bytes
+
+    print(_format_table(table, total))
+    print(f"\neffective ratio {total['effective']:.3f}x with {args.compressor[0]} "
+          f"(buddy threshold {args.threshold:g}, {args.policy} policy"
+          f"{f', a target per {regions.label(region)} region, {args.rule} rule' if region else ''}); ideal ratio "
+          f"{_ideal(total['ideal ' + args.compressor[0]])}; device {human_bytes(total['device bytes'])}"
+          f" (incl. metadata), buddy {human_bytes(total['buddy bytes'])} for {human_bytes(total['bytes'])} of data")
+    if "slowdown_credit" in timing:
+        print(f"slowdown {timing['slowdown']:.4f}x of one iteration on {timing['gpu']} + {timing['link']} without HBM "
+              f"credit (the paper's comparison), {timing['slowdown_credit']:.4f}x with it (timing model over the "
+              "summary's accesses, its last snapshot)")
+    elif "slowdown" in timing:
+        print(f"slowdown {timing['slowdown']:.4f}x of one step on {timing['gpu']} + {timing['link']} (timing model "
+              "replaying the run's access profile over its last snapshot, no HBM credit)")
+    for line in timing.get("notes", []):
+        print(line)
+
+
+def _summary_file(paths: list[str]) -> dict | None:
+    """A committed summary of a run (``data/summaries``, :mod:`buddylib.studies.summaries`), loaded; None for
+    anything else."""
+    import json
+
+    from buddylib.studies import summaries
+
+    p = Path(paths[0])
+    if p.suffix != ".json" or not p.is_file():
+        return None
+    try:
+        head = json.loads(p.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    if not isinstance(head, dict) or head.get("format") != summaries.FORMAT:
+        return None
+    if len(paths) > 1:
+        raise ValueError(f"{p}: a summary is analysed on its own, not with other files")
+    return summaries.load(p)
+
+
+def _summary_result(summary: dict, args: argparse.Namespace, region: int | None) -> tuple:
+    """A committed summary's analysis (targets over all its snapshots, its histograms) and slowdown in both
+    accountings (its accesses), or a note saying it keeps none."""
+    from buddylib import paper
+    from buddylib.studies import summaries
+    from buddylib.timing import model as tm
+
+    kept = summary.get("regions", {}).get("compressor", summary["compressors"][0])
+    if args.compressor is None:
+        args.compressor = [kept] if region is not None else [c for c in summary["compressors"]
+                                                             if c in DEFAULT_ORDER] or [kept]
+    ds = summaries.analyze(summary, args.compressor, [args.threshold], args.policy, args.targets, region, args.rule)
+    print(f"{summary['workload']} at {summary['scale']}: committed summary, {len(summary['snapshots'])} snapshots; "
+          "targets chosen over all of them, table of the last", file=sys.stderr)
+    if args.compressor[0] != kept:
+        return ds, {"notes": [f"no slowdown: the summary keeps its accesses for {kept}, not {args.compressor[0]}"]}
+    try:
+        acc = summaries.replay(summary)
+    except ValueError as e:
+        return ds, {"notes": [f"no slowdown: {e}"]}
+    sweep = tm.sweep(acc, thresholds=[args.threshold], bandwidth_credit=(False, True), region=region,
+                     rule=args.rule, targets=args.targets, policy=args.policy)
+    s = sweep.slowdown.isel(gpu=0, link=0, threshold=0, latency_scale=0, metadata_cache_bytes=0, outstanding=0)
+    return ds, {"gpu": paper.HEADLINE["gpu"], "link": paper.HEADLINE["link"],
+                "slowdown": float(s.sel(bandwidth_credit=False)),
+                "slowdown_credit": float(s.sel(bandwidth_credit=True))}
 
 
 _PLOT_SUFFIXES = (".png", ".svg", ".pdf")

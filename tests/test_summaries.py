@@ -15,6 +15,7 @@ import pytest
 
 from buddylib import cli, paper, provenance, workloads
 from buddylib.studies import experiments, fidelity, fixtures, summaries
+from buddylib.timing import model
 
 HPC = workloads.names("hpc")
 
@@ -154,6 +155,18 @@ def test_summary_analysis_is_the_runs_analysis(tmp_path: Path, capsys: pytest.Ca
     assert hs.final.equals(runs.final) and hs.run_mean.equals(runs.run_mean)
     assert str(hs.source.item()) == "summary" and str(runs.source.item()) == "run"
     assert float(paper.headline(a.effective_ratio).isel(snapshot=-1).sel(workload="ostencil")) > 0.99
+
+    # its accesses give the run's slowdown, here and through `buddy analyze SUMMARY.json`
+    kept = summaries.load(summaries.path("ostencil", "quick", folder=tmp_path))
+    ws = model.Workset.load(fixtures.FOLDER / "ostencil-quick-s0.nc")
+    for region, rule in ((None, "budget"), ("4KiB", "traffic")):
+        want = model.sweep(ws, region=region, rule=rule, bandwidth_credit=(False, True)).slowdown
+        assert model.sweep(summaries.replay(kept), region=region, rule=rule,
+                           bandwidth_credit=(False, True)).slowdown.equals(want)
+    assert cli.main(["analyze", str(summaries.path("ostencil", "quick", folder=tmp_path)), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["slowdown"] == float(model.slowdown(ws, bandwidth_credit=False)["slowdown"])
+    assert printed["slowdown_credit"] == float(model.slowdown(ws, bandwidth_credit=True)["slowdown"])
 
     # bit for bit: the same summary twice is ok; a changed histogram or byte digest is named
     kept = summaries.load(summaries.path("ostencil", "quick", folder=tmp_path))

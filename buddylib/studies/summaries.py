@@ -12,7 +12,10 @@ need of them is small, so it is committed in ``data/summaries`` and read as it i
   numbers to the bit), the run's byte digest (:attr:`~buddylib.workloads.base.Run.digest`) and access profile;
   and, for the first compressor (BPC-32), the same per aligned 4 KiB region, so targets per region are analysed
   at any granularity from 4 KiB up without re-running (zstd-compressed counts in ``NAME.regions.zst`` beside the
-  summary, which records its SHA-256);
+  summary, which records its SHA-256); and what the timing model replays of one iteration, per 4 KiB region
+  (:class:`buddylib.timing.accesses.Accesses`: the entries each access touches by sector count, the metadata
+  cache's misses, Unified Memory's LRU stack distances; ``NAME.accesses.zst`` beside it), so the slowdown at
+  any granularity, rule and accounting is computed from the summary (:func:`replay`);
 - a study's **result** (``<name>-<scale>-s<seed>.<study>.json``: ``maturity``, ``adam``, ``caffe``): the small
   Dataset the study returns.
 
@@ -52,7 +55,9 @@ from buddylib.compressors import ALL_COMPRESSORS, DEFAULT_COMPRESSORS
 from buddylib.entries import ENTRY_BYTES
 from buddylib.provenance import machine
 from buddylib.snapshot import Allocation, Snapshot
-from buddylib.workloads.base import PAPER_COMPRESSORS
+from buddylib.timing import accesses
+from buddylib.timing.model import Workset
+from buddylib.workloads.base import PAPER_COMPRESSORS, AccessProfile
 
 #: This checkout's committed summaries, a folder per suite.
 ROOT = Path(__file__).resolve().parents[2] / "data" / "summaries"
@@ -98,11 +103,10 @@ STUDY_TOLERANCE = 0.30
 REGION_BYTES = regions.MIN_REGION_BYTES
 #: The end of the name of the file beside a summary that holds its per-region histograms.
 REGIONS_SUFFIX = ".regions.zst"
-#: The largest file of per-region histograms; a longer stream is cut into parts (md's at 1 GiB: 1.5 MB)
+#: ... and of the timing model's accesses (:mod:`buddylib.timing.accesses`).
+ACCESSES_SUFFIX = ".accesses.zst"
+#: The largest file beside a summary; a longer stream is cut into parts (md's region histograms at 1 GiB: 1.5 MB)
 SIDE_PART_BYTES = 900_000
-#: Summaries keep per-region histograms up to this footprint (1 GiB, what the granularity study reads); md's at
-#: 4 GiB would be ~4 MB, past what a tracked file may weigh
-REGIONS_UP_TO = workloads.SCALES["large"]
 
 
 def scale_name(scale: str | float) -> str:
@@ -156,9 +160,9 @@ def summarize_run(run: workloads.Run) -> dict[str, Any]:
              "sectors": {c: layout.sector_histogram(a.sectors[c]).tolist() for c in compressors}}
             for a in s.allocations]} for s in run.snapshots],
         "profile": run.profile.to_dict(),
-        **({"regions": encode_regions([[a.sectors[compressors[0]] for a in s.allocations] for s in run.snapshots],
-                                      compressors[0])}
-           if workloads.footprint_bytes(run.scale) <= REGIONS_UP_TO else {}),
+        "regions": encode_regions([[a.sectors[compressors[0]] for a in s.allocations] for s in run.snapshots],
+                                  compressors[0]),
+        "accesses": encode_accesses(run, compressors[0]),
         "seconds": round(run.seconds, 1),
         **({"schedule": run.workload.schedule()} if hasattr(run.workload, "schedule") else {}),
     }
@@ -174,6 +178,30 @@ def encode_regions(sectors: Sequence[Sequence[np.ndarray]], compressor: str) -> 
     return {"compressor": compressor, "region_bytes": REGION_BYTES,
             "encoding": "zstd-19 uint8 [bin 0..3, region]",
             "data": base64.b64encode(zstandard.ZstdCompressor(level=19).compress(raw)).decode()}
+
+
+def encode_accesses(run: workloads.Run, compressor: str) -> dict[str, Any]:
+    """What the timing model replays of the run's iteration (:meth:`buddylib.timing.accesses.Accesses.encode`),
+    its arrays base64 in memory (:func:`write` puts the bytes in a file beside the summary)."""
+    ws = Workset(run.workload.name, run.snapshots, run.profile, run.index_arrays, compressor)
+    block, blob = accesses.Accesses.from_workset(ws).encode()
+    return block | {"data": base64.b64encode(blob).decode()}
+
+
+def replay(summary: dict[str, Any]) -> accesses.Accesses:
+    """What the timing model replays (:func:`buddylib.timing.sweep`, :func:`~buddylib.timing.um_slowdown`) of the
+    run a summary describes, with the targets its histograms choose; ``ValueError`` where it keeps none (made
+    before they were kept: capacity only)."""
+    block = summary.get("accesses")
+    if block is None or "data" not in block:
+        raise ValueError(f"{summary['workload']} at {summary['scale']}: the summary keeps no accesses (capacity "
+                         "only); remake it (buddy summaries)")
+    counts, snaps = histograms(summary)
+    kept = block["compressor"]
+    per_region = {n: h[:, :, 0] for n, h in region_counts(summary, accesses.REGION_BYTES).items()}
+    flops = np.array([k.flops for k in AccessProfile.from_dict(summary["profile"]).kernels], float)
+    return accesses.decode(block, base64.b64decode(block["data"]), summary["workload"], snaps,
+                           counts.sel(compressor=[kept]), per_region, flops)
 
 
 def region_counts(summary: dict[str, Any], region: int | str) -> dict[str, np.ndarray]:
@@ -258,7 +286,7 @@ def write(summary: dict[str, Any], folder: str | Path | None = None) -> Path:
     (a study's result: per variable), so a diff shows what changed."""
     target = path(summary["workload"], summary["scale"], summary["seed"], folder, summary.get("study", "run"))
     target.parent.mkdir(parents=True, exist_ok=True)
-    summary = _regions_beside(summary, target)
+    summary = _beside(_beside(summary, target, "regions", REGIONS_SUFFIX), target, "accesses", ACCESSES_SUFFIX)
     lines = ["{"]
     items = list(summary.items())
     for i, (k, v) in enumerate(items):
@@ -288,16 +316,16 @@ def write(summary: dict[str, Any], folder: str | Path | None = None) -> Path:
     return target
 
 
-def _regions_beside(summary: dict[str, Any], target: Path) -> dict[str, Any]:
-    """``summary`` with its per-region histograms written beside ``target`` as raw zstd (``NAME.regions.zst``:
-    binary, a third smaller than base64), the JSON naming the file and its SHA-256. A stream longer than
-    :data:`SIDE_PART_BYTES` is cut into parts, ``NAME.regions.zst`` and ``NAME.regions.zst.1``, ``.2``, ... (read
-    back in order, joined), so that no file passes 1 MB."""
-    block = summary.get("regions")
+def _beside(summary: dict[str, Any], target: Path, key: str, suffix: str) -> dict[str, Any]:
+    """``summary`` with its block ``key`` (per-region histograms, accesses) written beside ``target`` as raw zstd
+    (``NAME.regions.zst``, ``NAME.accesses.zst``: binary, a third smaller than base64), the JSON naming the file
+    and its SHA-256. A stream longer than :data:`SIDE_PART_BYTES` is cut into parts, ``NAME.regions.zst`` and
+    ``NAME.regions.zst.1``, ``.2``, ... (read back in order, joined), so that no file passes 1 MB."""
+    block = summary.get(key)
     if block is None or "data" not in block:
         return summary
     raw = base64.b64decode(block["data"])
-    side = target.with_name(target.name.removesuffix(".json") + REGIONS_SUFFIX)
+    side = target.with_name(target.name.removesuffix(".json") + suffix)
     for old in side.parent.glob(f"{side.name}.*"):  # parts of an earlier, longer stream
         if old.name.removeprefix(f"{side.name}.").isdigit():
             old.unlink()
@@ -308,7 +336,7 @@ def _regions_beside(summary: dict[str, Any], target: Path) -> dict[str, Any]:
         tmp.write_bytes(chunk)
         os.replace(tmp, side.with_name(name))
     kept = {k: v for k, v in block.items() if k != "data"}
-    return summary | {"regions": kept | {"file": side.name, "sha256": hashlib.sha256(raw).hexdigest(),
+    return summary | {key: kept | {"file": side.name, "sha256": hashlib.sha256(raw).hexdigest(),
                                          **({"parts": names} if len(names) > 1 else {})}}
 
 
@@ -351,12 +379,20 @@ def load(file: str | Path) -> dict[str, Any]:
                 if by_region[a["name"]][si, :, 0].sum(0).tolist() != a["sectors"].get(kept):
                     raise ValueError(f"{file}: step {snap['step']}, allocation {a['name']!r}: its regions' "
                                      f"histograms do not add up to its {kept} histogram")
+    if "accesses" in s:
+        try:
+            s["accesses"]["data"] = _read_beside(file, s["accesses"], "accesses")
+        except (KeyError, TypeError) as e:
+            raise ValueError(f"{file}: its accesses block lacks {e}") from None
+        except ValueError as e:
+            raise ValueError(f"{file}: {e}") from None
     return s
 
 
-def _read_beside(file: Path, block: dict[str, Any]) -> str:
-    """The per-region histograms :func:`write` put beside ``file`` (base64, as :func:`encode_regions` made them;
-    its parts joined in order), checked against the SHA-256 the summary records."""
+def _read_beside(file: Path, block: dict[str, Any], what: str = "per-region histograms") -> str:
+    """The per-region histograms (or accesses) :func:`write` put beside ``file`` (base64, as
+    :func:`encode_regions` or :func:`encode_accesses` made them; its parts joined in order), checked against the
+    SHA-256 the summary records."""
     parts = block.get("parts") or [block["file"]]
     raw = b""
     for name in parts:
@@ -364,10 +400,10 @@ def _read_beside(file: Path, block: dict[str, Any]) -> str:
         try:
             raw += side.read_bytes()
         except OSError as e:
-            raise ValueError(f"its per-region histograms {side.name} cannot be read ({e.strerror or e})") from None
+            raise ValueError(f"its {what} {side.name} cannot be read ({e.strerror or e})") from None
     if hashlib.sha256(raw).hexdigest() != block["sha256"]:
-        raise ValueError(f"{', '.join(Path(str(n)).name for n in parts)}: not the file of per-region histograms it "
-                         "records (SHA-256 differs)")
+        raise ValueError(f"{', '.join(Path(str(n)).name for n in parts)}: not the file of {what} it records "
+                         "(SHA-256 differs)")
     return base64.b64encode(raw).decode()
 
 
@@ -516,6 +552,8 @@ def compare(kept: dict[str, Any], fresh: dict[str, Any]) -> dict[str, Any]:
         first = "allocations or steps differ"
     if same_layout and not first and "regions" in kept and kept.get("regions") != fresh.get("regions"):
         first = "histograms per region differ"
+    if same_layout and not first and "accesses" in kept and kept.get("accesses") != fresh.get("accesses"):
+        first = "accesses differ"
     histograms_equal = same_layout and not first and comps == list(kept["compressors"])
     return {"workload": kept["workload"], "scale": kept["scale"], "digest_equal": kept["digest"] == fresh["digest"],
             "histograms_equal": histograms_equal, "code_equal": kept["code"] == fresh["code"],
