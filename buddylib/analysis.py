@@ -140,9 +140,15 @@ def sector_histograms(snapshots: Sequence[Snapshot], compressors: Sequence[str] 
         for (si, ai), h in zip((k for k, _ in jobs), _run_dask([t for _, t in jobs], client, progress),
                                strict=True):
             hist[si, ai] += h
+    return _histogram_array(hist, names, compressors)
+
+
+def _histogram_array(hist: np.ndarray, names: Sequence[str], compressors: Sequence[str]) -> xr.DataArray:
+    """``hist[snapshot, allocation, compressor, weighting, sectors]`` labelled: :func:`sector_histograms`'
+    result."""
     return xr.DataArray(
         hist, dims=("snapshot", "allocation", "compressor", "weighting", "sectors"),
-        coords={"snapshot": np.arange(len(snapshots)), "allocation": names, "compressor": list(compressors),
+        coords={"snapshot": np.arange(hist.shape[0]), "allocation": list(names), "compressor": list(compressors),
                 "weighting": ["entries", "accesses"], "sectors": layout.SECTOR_VALUES},
         name="sector_count", attrs={"units": "entries", "description": "entries per sector count"})
 
@@ -259,8 +265,7 @@ def analyze(data: Any, compressors: Sequence[str] = DEFAULT_COMPRESSORS,
     if policy not in layout.POLICIES:
         raise ValueError(f"unknown policy {policy!r}; available: {', '.join(layout.POLICIES)}")
     size = regions.region_bytes(region)
-    if rule not in regions.RULES:
-        raise ValueError(f"unknown rule {rule!r}; available: {', '.join(regions.RULES)}")
+    regions.check_rule(rule)
     snapshots = as_snapshots(data)
     if not any(s.allocations for s in snapshots):
         raise ValueError("nothing to analyse: the snapshots hold no allocations")
@@ -271,7 +276,7 @@ def analyze(data: Any, compressors: Sequence[str] = DEFAULT_COMPRESSORS,
                                  worker_threads)
         return summarize(hist, snapshots, thresholds, targets, policy, zero_flag)
     per_region = region_histograms(snapshots, compressors, size, zero_flag, access, progress)
-    hist = _total_of_regions(per_region, snapshots, compressors)
+    hist = _total_of_regions(per_region, compressors)
     return summarize(hist, snapshots, thresholds, targets, policy, zero_flag, (size, rule, per_region))
 
 
@@ -314,16 +319,10 @@ def region_histograms(snapshots: Sequence[Snapshot], compressors: Sequence[str],
     return out
 
 
-def _total_of_regions(per_region: Mapping[str, np.ndarray], snapshots: Sequence[Snapshot],
-                      compressors: Sequence[str]) -> xr.DataArray:
+def _total_of_regions(per_region: Mapping[str, np.ndarray], compressors: Sequence[str]) -> xr.DataArray:
     """The allocations' histograms, :func:`sector_histograms`' array, as the sums of their regions'."""
     names = list(per_region)
-    hist = np.stack([per_region[n].sum(1) for n in names], axis=1)
-    return xr.DataArray(
-        hist, dims=("snapshot", "allocation", "compressor", "weighting", "sectors"),
-        coords={"snapshot": np.arange(len(snapshots)), "allocation": names, "compressor": list(compressors),
-                "weighting": ["entries", "accesses"], "sectors": layout.SECTOR_VALUES},
-        name="sector_count", attrs={"units": "entries", "description": "entries per sector count"})
+    return _histogram_array(np.stack([per_region[n].sum(1) for n in names], axis=1), names, compressors)
 
 
 def analyze_histograms(counts: xr.DataArray, snapshots: Sequence[Snapshot],
@@ -358,8 +357,7 @@ def analyze_histograms(counts: xr.DataArray, snapshots: Sequence[Snapshot],
     size = regions.region_bytes(region)
     if size is None:
         return summarize(hist, list(snapshots), thresholds, targets, policy, zero_flag)
-    if rule not in regions.RULES:
-        raise ValueError(f"unknown rule {rule!r}; available: {', '.join(regions.RULES)}")
+    regions.check_rule(rule)
     names = [str(n) for n in counts.allocation.values]
     if region_counts is None or set(names) - set(region_counts):
         raise ValueError(f"targets per {regions.label(size)} region need every allocation's region histograms")

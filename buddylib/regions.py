@@ -71,11 +71,25 @@ def region_bytes(region: int | str | None) -> int | None:
 
 
 def label(region: int | str | None) -> str:
-    """How a granularity reads in tables: ``allocation``, ``4 KiB``, ``2 MiB``."""
+    """How a granularity reads in tables: ``allocation``, ``4 KiB``, ``2 MiB``, ``1 GiB``.
+
+    >>> label(None), label("64KiB"), label(1 << 30)
+    ('allocation', '64 KiB', '1 GiB')
+    """
     size = region_bytes(region)
     if size is None:
         return "allocation"
-    return f"{size // KiB**2} MiB" if size >= KiB**2 else f"{size // KiB} KiB"
+    for unit, name in ((KiB**3, "GiB"), (KiB**2, "MiB"), (KiB, "KiB")):
+        if size >= unit:
+            return f"{size // unit} {name}"
+    return f"{size} B"
+
+
+def check_rule(rule: str) -> str:
+    """``rule`` if it is one of :data:`RULES`; ``ValueError`` naming them else."""
+    if rule not in RULES:
+        raise ValueError(f"unknown rule {rule!r}; available: {', '.join(RULES)}")
+    return rule
 
 
 def target_bits(targets: Sequence[float]) -> int:
@@ -176,8 +190,7 @@ def place(hist: np.ndarray, thresholds: np.ndarray, targets: np.ndarray, rule: s
     ``hist[snapshot, region, 5]``: entries per sector count; ``targets``: sorted, with 1. A region's target
     is the same in every snapshot.
     """
-    if rule not in RULES:
-        raise ValueError(f"unknown rule {rule!r}; available: {', '.join(RULES)}")
+    check_rule(rule)
     h = np.asarray(hist, dtype=float)
     thresholds = np.atleast_1d(np.asarray(thresholds, dtype=float))
     out = np.empty((h.shape[1], thresholds.size), np.int64)

@@ -136,7 +136,7 @@ def test_sweep_dataset() -> None:
 
 
 def test_gather_rows_land_on_their_entries() -> None:
-    from buddylib.timing.model import _entries
+    from buddylib.timing.model import _entries, _itemsize
 
     # atom j of an (N, 3) float64 array sits at bytes 24 j .. 24 j + 23 of its 128-byte entries
     alloc = Allocation(name="pos", dtype="float64", shape=(64, 3), nbytes=64 * 24)
@@ -168,11 +168,14 @@ def test_requests_in_flight_are_swept() -> None:
 
 
 def test_unknown_dtype_and_stray_gather_indices_are_errors() -> None:
-    from buddylib.timing.model import _entries
+    from buddylib.timing.model import _entries, _itemsize
 
     raw = Allocation(name="blob", dtype="float4_e2m1", shape=(8,), nbytes=128)
     with pytest.raises(ValueError, match="'blob': dtype 'float4_e2m1' has no known element size"):
         _entries(Access("blob", "read", "strided", stride=2), raw, {}, {}, np.random.default_rng(0))
+    # every small float numpy does not know has its width in its name (ml_dtypes' and torch's spellings)
+    for name, size in (("bfloat16", 2), ("float8_e4m3", 1), ("float8_e4m3fn", 1), ("float8_e5m2fnuz", 1)):
+        assert _itemsize(Allocation(name="q", dtype=name, shape=(256,), nbytes=256 * size)) == size
     pos = Allocation(name="pos", dtype="float64", shape=(64, 3), nbytes=64 * 24)
     for bad in (np.array([0, 64]), np.array([-1, 3])):  # past the last row, or a negative one
         with pytest.raises(ValueError, match=r"gather of 'pos' through 'nbr': 1 of 2 indices .* 64 rows"):

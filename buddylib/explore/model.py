@@ -251,8 +251,8 @@ class Model:
                              f"{self.source.compressors}")
         if "region" in changes:
             regions.region_bytes(changes["region"].replace(" ", ""))
-        if "rule" in changes and changes["rule"] not in regions.RULES:
-            raise ValueError(f"rule {changes['rule']!r}: one of {', '.join(regions.RULES)}")
+        if "rule" in changes:
+            regions.check_rule(changes["rule"])
         if "snapshot" in changes and not 0 <= changes["snapshot"] < len(self.source.snapshots):
             raise ValueError(f"snapshot {changes['snapshot']}: {self.source.name} has {len(self.source.snapshots)}")
         self.settings.update(changes)

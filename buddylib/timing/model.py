@@ -32,6 +32,7 @@ reports the credit-on one beside it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,17 +160,19 @@ class Replay(Protocol):
     def um_faults(self, capacity_pages: int, page_bytes: int) -> int: ...
 
 
-#: Element sizes of dtypes numpy does not know (raw tensors the readers label by name).
-_EXTRA_ITEMSIZE = {"bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
+#: Names of the small floats numpy does not know (ml_dtypes' and torch's: bfloat16, float8_e4m3fn, float8_e4m3,
+#: float8_e5m2fnuz, ...), their width in bits first.
+_SMALL_FLOAT = re.compile(r"b?float(8|16)(_e\d+m\d+\w*)?")
 
 
 def _itemsize(alloc) -> int:
     """Bytes per element of an allocation; an unknown dtype is an error, not a guess."""
-    if alloc.dtype in _EXTRA_ITEMSIZE:
-        return _EXTRA_ITEMSIZE[alloc.dtype]
     try:
         return np.dtype(alloc.dtype).itemsize
     except TypeError:
+        small = _SMALL_FLOAT.fullmatch(str(alloc.dtype))
+        if small:
+            return int(small.group(1)) // 8
         raise ValueError(f"allocation {alloc.name!r}: dtype {alloc.dtype!r} has no known element size; the timing "
                          f"model needs it to map elements to entries") from None
 
