@@ -162,10 +162,6 @@ def test_small_inputs_take_no_turn() -> None:
     assert done == ["ok"]
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=(
-    "known bug, left for the next change that remakes every committed run summary (issues 40/41): "
-    "bpc_stream.data_nbytes asks memoryview() for the size of an ml_dtypes array (bf16 runs hold them since "
-    "issue 39), which refuses its dtype; a fix there changes every run's code digest"))
 @pytest.mark.parametrize("name", ["bpc32", "ebo-bf16"])
 def test_encode_takes_an_ml_dtypes_array(name: str) -> None:
     """What the sizes already take (they read bytes through as_entries) the streams take too."""

@@ -136,7 +136,7 @@ def test_sweep_dataset() -> None:
 
 
 def test_gather_rows_land_on_their_entries() -> None:
-    from buddylib.timing.model import _entries, _itemsize
+    from buddylib.timing.model import _entries
 
     # atom j of an (N, 3) float64 array sits at bytes 24 j .. 24 j + 23 of its 128-byte entries
     alloc = Allocation(name="pos", dtype="float64", shape=(64, 3), nbytes=64 * 24)

@@ -85,9 +85,10 @@ def raise_entry_error(errors: np.ndarray, messages: dict[int, str]) -> None:
 
 
 def data_nbytes(data: object, entries: np.ndarray) -> int:
-    """Size in bytes of the original buffer (before zero padding to whole entries)."""
-    if isinstance(data, np.ndarray) and data is entries:
-        return entries.size
+    """Size in bytes of the original buffer (before zero padding to whole entries): an array's own (memoryview
+    refuses ml_dtypes' bfloat16 and float8), else the buffer's."""
+    if isinstance(data, np.ndarray):
+        return data.nbytes
     try:
         return memoryview(data).nbytes  # type: ignore[arg-type]
     except TypeError:

@@ -179,7 +179,8 @@ def paper_scale(names: Sequence[str] = PAPER_NETWORKS, seed: int = 0, data: str 
         cfg = {n: workloads.get(n).PAPER for n in ds.workload.values}
         ds["batch"] = ("workload", [cfg[n]["batch"] for n in ds.workload.values], {"units": "samples"})
         ds["recipe_batch"] = ("workload", [cfg[n]["recipe"] or 0 for n in ds.workload.values],
-                              {"units": "samples", "description": "the original recipe's batch (0: none stated)"})
+                              {"units": "samples", "description": "the batch one GPU holds in the original recipe "
+                                                                 "(0: none stated)"})
     return ds
 
 

@@ -83,9 +83,6 @@ def cached_run(name: str, scale: str | float = "quick", seed: int = 0, data: str
         run = get(name).run(scale, seed=seed, compressors=PAPER_COMPRESSORS if paper else ALL_COMPRESSORS,
                             references=() if paper else ("zstd", "lz4"), progress=False if quiet else None)
         run.save(data)
-        if hasattr(run.workload, "schedule"):  # how far a scheduled proxy ran (workloads.hpc._schedule)
-            profile.write_text(json.dumps({**json.loads(profile.read_text()), "schedule": run.workload.schedule()},
-                                          separators=(",", ":")))
         if quiet:  # one line per finished run instead
             print(f"ran {name} at scale {scale}, seed {seed}: {len(run.snapshots)} snapshots in {run.seconds:.1f} s",
                   file=sys.stderr)

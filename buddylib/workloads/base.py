@@ -210,7 +210,10 @@ class Run:
         snapshot.save(self.snapshots, stem.with_suffix(".nc"), compressors=compressors)
         stem.with_suffix(".profile.json").write_text(json.dumps(
             {**self.profile.to_dict(), "scale": self.scale, "seed": self.seed, "digest": self.digest,
-             "seconds": self.seconds, "code": self.workload.code()}, separators=(",", ":")))
+             "seconds": self.seconds, "code": self.workload.code(),
+             # how far a scheduled proxy ran (workloads.hpc._schedule)
+             **({"schedule": self.workload.schedule()} if hasattr(self.workload, "schedule") else {})},
+            separators=(",", ":")))
         if self.index_arrays:
             np.savez_compressed(stem.with_suffix(".index.npz"), **self.index_arrays)
         return stem.with_suffix(".nc")

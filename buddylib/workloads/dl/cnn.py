@@ -307,8 +307,9 @@ class ImageClassifier(TorchWorkload):
     resolution ``res``, ``batch``, crop-pool size ``pool``, ``steps``, learning rate ``lr``.
     Footprints other than quick scale the default widths by sqrt(footprint / default), up to the
     "paper" scale: the network as published (``w`` 1, 4096-wide FC layers, 224x224 inputs), two
-    steps from its initialisation, at the batch of its original training recipe (``recipe``) where
-    20 GB of host memory and a minute per step on two cores allow, else the batch ``PAPER`` states.
+    steps from its initialisation, at the batch one GPU holds in its original training recipe (``recipe``:
+    the recipe's batch split over its GPUs, or the batch of one forward pass where it accumulates gradients),
+    at the recipe's learning rate: what one GPU's memory holds in that training.
     Its kernels are large, so torch and the compressors get both cores there.
     """
 
@@ -355,7 +356,8 @@ class AlexNetTraining(ImageClassifier):
     weight_decay = 5e-4
     QUICK: ClassVar[dict[str, Any]] = dict(w=1 / 8, hidden=256, res=63, batch=16, pool=64, steps=100, lr=0.01)
     DEFAULT: ClassVar[dict[str, Any]] = dict(w=3 / 4, hidden=1536, res=127, batch=32, pool=512, steps=160, lr=0.001)
-    # Krizhevsky et al. 2012: batches of 128, learning rate 0.01
+    # Krizhevsky et al. 2012: batches of 128, learning rate 0.01; each of its two GPUs holds half the kernels and
+    # the whole batch
     PAPER: ClassVar[dict[str, Any]] = dict(w=1, hidden=4096, res=224, batch=128, recipe=128, pool=128, steps=2,
                                            lr=0.01)
 
@@ -370,10 +372,9 @@ class VGG16Training(ImageClassifier):
     weight_decay = 5e-4
     QUICK: ClassVar[dict[str, Any]] = dict(w=1 / 16, hidden=256, res=32, batch=16, pool=64, steps=100, lr=0.01)
     DEFAULT: ClassVar[dict[str, Any]] = dict(w=1 / 4, hidden=1024, res=64, batch=32, pool=512, steps=160, lr=0.01)
-    # Simonyan & Zisserman 2015: batches of 256 (~32 GB of saved activations here, and ~2.5 min a step):
-    # 16, at the recipe's learning rate per sample
-    PAPER: ClassVar[dict[str, Any]] = dict(w=1, hidden=4096, res=224, batch=16, recipe=256, pool=64, steps=2,
-                                           lr=0.01 * 16 / 256)
+    # Simonyan & Zisserman 2015: batches of 256 split over four GPUs (their section 3.3), 64 each; lr 0.01
+    PAPER: ClassVar[dict[str, Any]] = dict(w=1, hidden=4096, res=224, batch=64, recipe=64, pool=64, steps=2,
+                                           lr=0.01)
 
     def build(self) -> nn.Module:
         return VGG16(self.cfg["w"], self.cfg["hidden"], self.cfg["res"])
@@ -385,8 +386,8 @@ class ResNet50Training(ImageClassifier):
     proxies = "ResNet-50 training (paper's DL set)"
     QUICK: ClassVar[dict[str, Any]] = dict(w=1 / 16, res=32, batch=16, pool=64, steps=80, lr=0.01)
     DEFAULT: ClassVar[dict[str, Any]] = dict(w=1 / 4, res=64, batch=32, pool=512, steps=160, lr=0.02)
-    # He et al. 2016: batches of 256, learning rate 0.1 (~23 GB of saved activations, ~5 min a step here): 16
-    PAPER: ClassVar[dict[str, Any]] = dict(w=1, res=224, batch=16, recipe=256, pool=64, steps=2, lr=0.1 * 16 / 256)
+    # He et al. 2016: batches of 256, learning rate 0.1, on eight GPUs (Goyal et al. 2017's baseline): 32 each
+    PAPER: ClassVar[dict[str, Any]] = dict(w=1, res=224, batch=32, recipe=32, pool=64, steps=2, lr=0.1)
 
     def build(self) -> nn.Module:
         return ResNet50(self.cfg["w"])
@@ -398,8 +399,9 @@ class SqueezeNetTraining(ImageClassifier):
     proxies = "SqueezeNet 1.1 training (paper's DL set)"
     QUICK: ClassVar[dict[str, Any]] = dict(w=1 / 4, res=32, batch=16, pool=64, steps=150, lr=0.01)
     DEFAULT: ClassVar[dict[str, Any]] = dict(w=1 / 2, res=112, batch=32, pool=512, steps=160, lr=0.01)
-    # a batch of 64, not taken from a recipe (SqueezeNet is trained as its paper describes, batch aside)
-    PAPER: ClassVar[dict[str, Any]] = dict(w=1, res=224, batch=64, recipe=None, pool=64, steps=2, lr=0.01)
+    # SqueezeNet v1.1's released Caffe recipe: forward passes of 32 (its train_val's batch_size), gradients
+    # accumulated over 16 (iter_size) for 512
+    PAPER: ClassVar[dict[str, Any]] = dict(w=1, res=224, batch=32, recipe=32, pool=64, steps=2, lr=0.01)
 
     def build(self) -> nn.Module:
         return SqueezeNet11(self.cfg["w"])
@@ -411,8 +413,9 @@ class InceptionTraining(ImageClassifier):
     proxies = "GoogLeNet / Inception v1 training (paper's DL set)"
     QUICK: ClassVar[dict[str, Any]] = dict(w=1 / 16, res=32, batch=16, pool=64, steps=80, lr=0.02)
     DEFAULT: ClassVar[dict[str, Any]] = dict(w=1 / 2, res=64, batch=32, pool=512, steps=160, lr=0.02)
-    # Szegedy et al. 2015 trained asynchronously and state no batch size: 32
-    PAPER: ClassVar[dict[str, Any]] = dict(w=1, res=224, batch=32, recipe=None, pool=64, steps=2, lr=0.01)
+    # Szegedy et al. 2015 trained asynchronously and state no batch size; BVLC's Caffe reproduction of GoogLeNet
+    # (bvlc_googlenet) trains on batches of 32
+    PAPER: ClassVar[dict[str, Any]] = dict(w=1, res=224, batch=32, recipe=32, pool=64, steps=2, lr=0.01)
 
     def build(self) -> nn.Module:
         return GoogLeNet(self.cfg["w"])

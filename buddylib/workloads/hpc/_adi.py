@@ -29,7 +29,7 @@ import numba as nb
 import numpy as np
 
 from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload, grid_kernel, threads_for
-from buddylib.workloads.hpc._schedule import Scheduled
+from buddylib.workloads.hpc._schedule import Scheduled, reach
 
 # NPB set_constants
 C1, C2, C3, C4, C5 = 1.4, 0.4, 0.1, 1.0, 1.4
@@ -380,7 +380,7 @@ class ADI(Scheduled, Workload):
             n += 1
         self.setup_grid(n, self.time_step(n))
         self.begin(math.inf, self.iterations[0] if footprint <= QUICK_LIMIT else self.iterations[1],
-                   next(r for limit, r in self.REACH if footprint <= limit))
+                   reach(self.REACH, footprint))
 
     def setup_grid(self, n: int, dt: float) -> None:
         """An n^3 problem with time step dt, initialised as NPB (no randomness: NPB has none)."""

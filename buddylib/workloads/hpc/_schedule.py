@@ -25,6 +25,12 @@ INTERVALS = 28
 REACHES = (1 / 7, 1 / 4, 1 / 2, 1.0)
 
 
+def reach(table: tuple[tuple[float, float], ...], footprint: int) -> float:
+    """The share of its upstream end a run of ``footprint`` bytes goes to: that of the first ``(limit, reach)`` of
+    a workload's ``REACH`` table whose limit the footprint does not pass."""
+    return next(r for limit, r in table if footprint <= limit)
+
+
 class Scheduled:
     """Mixin for a workload advanced one cycle by ``advance()``, counting ``cycles`` and simulated ``time``:
     ``begin`` in set-up, then the base class's loop calls ``step`` once per interval."""

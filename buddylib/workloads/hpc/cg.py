@@ -70,7 +70,7 @@ import numpy as np
 from buddylib.workloads._registry import register
 from buddylib.workloads.base import QUICK_LIMIT, Access, AccessProfile, Kernel, Workload
 from buddylib.workloads.hpc._nas import A, randlc
-from buddylib.workloads.hpc._schedule import Scheduled
+from buddylib.workloads.hpc._schedule import Scheduled, reach
 
 NAS_TRAN = 314159265  # NPB's seed
 CGITMAX = 25  # inner CG iterations per outer iteration, as in NPB
@@ -287,10 +287,6 @@ ITERATIONS_S, ITERATIONS_B = 15, 75
 REACH = ((64 << 20, 1.0), (256 << 20, 1 / 7), (2 << 30, 1.0), (math.inf, 1 / 4))
 
 
-def reach(footprint: int) -> float:
-    """The share of its class's iterations a run of ``footprint`` bytes goes to (:data:`REACH`)."""
-    return next(r for limit, r in REACH if footprint <= limit)
-
 
 @register
 class CG(Scheduled, Workload):
@@ -307,7 +303,7 @@ class CG(Scheduled, Workload):
         total = sum(arr.nbytes for arr, _ in self.allocations().values())
         if total > footprint:  # more duplicates than expected: never over the footprint
             self.init(int(n * footprint / total * 0.995), nonzer, shift, tran)
-        self.begin(math.inf, ITERATIONS_S if quick else ITERATIONS_B, reach(footprint))
+        self.begin(math.inf, ITERATIONS_S if quick else ITERATIONS_B, reach(REACH, footprint))
 
     def init(self, n: int, nonzer: int, shift: float, tran: int = NAS_TRAN, rcond: float = RCOND) -> None:
         """Build the NPB matrix and start vectors (x = 1, the rest zero) for ``n`` rows."""

@@ -70,7 +70,7 @@ import numpy as np
 
 from buddylib.workloads._registry import register
 from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload, grid_kernel, threads_for
-from buddylib.workloads.hpc._schedule import Scheduled
+from buddylib.workloads.hpc._schedule import Scheduled, reach
 
 #: array index of the first interior cell in x and y (CloverLeaf's x_min with a two-deep halo)
 MIN = 2
@@ -497,10 +497,6 @@ END_STEP, END_TIME = 2955, 15.5
 REACH = ((64 << 20, 1.0), (math.inf, 1 / 7))
 
 
-def reach(footprint: int) -> float:
-    """The share of the decks' end a run of ``footprint`` bytes goes to (:data:`REACH`)."""
-    return next(r for limit, r in REACH if footprint <= limit)
-
 
 @register
 class CloverLeaf(Scheduled, Workload):
@@ -514,7 +510,7 @@ class CloverLeaf(Scheduled, Workload):
             while n > 20 and grid_bytes(n) > footprint:
                 n -= 10
         self.n = n
-        self.begin(END_TIME, END_STEP, reach(footprint))
+        self.begin(END_TIME, END_STEP, reach(REACH, footprint))
         self.x_max = self.y_max = MIN + n - 1  # last interior cell
         self.f: dict[str, np.ndarray] = {}
         for names, shape in ((CELL, (n + 4, n + 4)), (NODE, (n + 5, n + 5)), (XFACE, (n + 4, n + 5)),

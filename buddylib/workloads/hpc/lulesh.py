@@ -88,7 +88,7 @@ import numpy as np
 
 from buddylib.workloads._registry import register
 from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload, grid_kernel, threads_for
-from buddylib.workloads.hpc._schedule import Scheduled
+from buddylib.workloads.hpc._schedule import Scheduled, reach
 
 # LULESH Domain constants
 E_CUT, P_CUT, Q_CUT, V_CUT, U_CUT = 1.0e-7, 1.0e-7, 1.0e-7, 1.0e-10, 1.0e-7
@@ -713,10 +713,6 @@ def region_sets(ne: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarr
 REACH = ((64 << 20, 1.0), (256 << 20, 0.5), (2 << 30, 0.25), (math.inf, 1 / 7))
 
 
-def reach(footprint: int) -> float:
-    """The share of the stop time a run of ``footprint`` bytes goes to (:data:`REACH`)."""
-    return next(r for limit, r in REACH if footprint <= limit)
-
 
 def region_rep(r: int) -> int:
     """LULESH's EOS repetitions of region r (load imbalance): 1, 1 + cost, or 10 (1 + cost)."""
@@ -737,7 +733,7 @@ class Lulesh(Scheduled, Workload):
         while nbytes(n + 1) <= footprint:
             n += 1
         self.setup_mesh(n, rng)
-        self.begin(STOPTIME, math.inf, reach(footprint))
+        self.begin(STOPTIME, math.inf, reach(REACH, footprint))
 
     def setup_mesh(self, n: int, rng: np.random.Generator, box: bool = True) -> None:
         """The Sedov problem on an n^3 mesh (Domain constructor); ``box=False`` recomputes every element."""

@@ -72,7 +72,7 @@ import numpy as np
 from buddylib.workloads._registry import register
 from buddylib.workloads.base import Access, AccessProfile, Kernel, Workload
 from buddylib.workloads.hpc._d3q19 import CX, CY, CZ, OPP, Q, W
-from buddylib.workloads.hpc._schedule import Scheduled
+from buddylib.workloads.hpc._schedule import Scheduled, reach
 
 N_CELL_ENTRIES = 20
 FLAGS = 19
@@ -169,10 +169,6 @@ TIME_STEPS = 3000
 REACH = ((64 << 20, 1.0), (256 << 20, 1 / 4), (2 << 30, 1 / 2), (math.inf, 1 / 7))
 
 
-def reach(footprint: int) -> float:
-    """The share of the ref's time steps a run of ``footprint`` bytes goes to (:data:`REACH`)."""
-    return next(r for limit, r in REACH if footprint <= limit)
-
 
 @register
 class OLbm(Scheduled, Workload):
@@ -189,7 +185,7 @@ class OLbm(Scheduled, Workload):
         self.nx = self.ny = n
         self.nz = round(1.3 * n)
         self.setup_grid(cavity_flags(self.nz, self.ny, self.nx, rng))
-        self.begin(math.inf, TIME_STEPS, reach(footprint))
+        self.begin(math.inf, TIME_STEPS, reach(REACH, footprint))
 
     def setup_grid(self, flags: np.ndarray) -> None:
         """LBM_initializeGrid (equilibrium at rest, flags cleared), then set ``flags`` in both grids."""
