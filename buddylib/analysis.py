@@ -412,6 +412,13 @@ def summarize(hist: xr.DataArray, snapshots: Sequence[Snapshot], thresholds: np.
                            "per region, each region's target)"),
         "effective_ratio": (_ratio(total_bytes, device.sum("allocation") + metadata.sum("allocation")), "1",
                             "capacity expansion: bytes / (device bytes + metadata bytes)"),
+        "tiered_bytes": (place["tiered_entries"] * ENTRY_BYTES, "bytes",
+                         "bytes of the entries that keep more of their code in buddy memory than on the device: "
+                         "buddy memory as a tier, not compression"),
+        "effective_ratio_untiered": (_ratio(total_bytes, device.sum("allocation") + metadata.sum("allocation")
+                                            + place["tiered_buddy_bytes"].sum("allocation")), "1",
+                                     "the effective ratio with the buddy bytes of tiered entries counted as device "
+                                     "bytes: what compression alone gives"),
         "ideal_ratio_total": (_ratio(total_bytes, stored.sum("allocation")), "1",
                               "snapshot bytes / (32 B x all sectors)"),
         "buddy_access_fraction": (_ratio(place["overflow_accesses"].sum("allocation"), accesses.sum("allocation")),
@@ -454,6 +461,9 @@ def _placement(hist: xr.DataArray, counts: xr.DataArray, n_entries: xr.DataArray
         "overflow_entries": xr.DataArray(over[..., 0], dims=dims4, coords=chosen.coords),
         "overflow_accesses": xr.DataArray(over[..., 1], dims=dims4, coords=chosen.coords),
         "buddy_bytes_used": xr.DataArray(layout.overflow_bytes(h[:, :, :, None], r), dims=dims4, coords=chosen.coords),
+        "tiered_entries": xr.DataArray(layout.tiered_entries(h[:, :, :, None], r), dims=dims4, coords=chosen.coords),
+        "tiered_buddy_bytes": xr.DataArray(layout.tiered_buddy_bytes(h[:, :, :, None], r), dims=dims4,
+                                           coords=chosen.coords),
     }
 
 
@@ -466,7 +476,8 @@ def _region_placement(by_region: tuple[int, str, Mapping[str, np.ndarray]], coun
     names = [str(n) for n in counts.allocation.values]
     dims = (*counts.dims[:-1], "threshold")
     shape = (*counts.shape[:-1], len(thresholds))
-    out = {k: np.zeros(shape) for k in ("device_bytes", "overflow_entries", "overflow_accesses", "buddy_bytes_used")}
+    out = {k: np.zeros(shape) for k in ("device_bytes", "overflow_entries", "overflow_accesses", "buddy_bytes_used",
+                                        "tiered_entries", "tiered_buddy_bytes")}
     for ci in range(counts.sizes["compressor"]):
         got = regions.placement({n: per_region[n][:, :, ci, 0] for n in names},
                                 {n: per_region[n][:, :, ci, 1] for n in names}, names, thresholds, targets,
@@ -476,8 +487,7 @@ def _region_placement(by_region: tuple[int, str, Mapping[str, np.ndarray]], coun
     coords = {**{k: counts.coords[k] for k in counts.dims[:-1]}, "threshold": thresholds}
     da = {k: xr.DataArray(v, dims=dims, coords=coords) for k, v in out.items()}
     chosen = (n_entries * ENTRY_BYTES / da["device_bytes"].where(n_entries > 0))
-    return {"chosen_target": chosen, "overflow_entries": da["overflow_entries"],
-            "overflow_accesses": da["overflow_accesses"], "buddy_bytes_used": da["buddy_bytes_used"]}
+    return {"chosen_target": chosen, **{k: v for k, v in da.items() if k != "device_bytes"}}
 
 
 def _ratio(num: xr.DataArray, den: xr.DataArray) -> xr.DataArray:

@@ -138,7 +138,7 @@ def _analyze(args: argparse.Namespace) -> int:
                           "allocations": [_json_row(r) for r in table.reset_index().to_dict(orient="records")],
                           "total": _json_row(total.to_dict()), **timing}, indent=1, allow_nan=False))
     else:
-        _print_result(table, total, timing, args, region)
+        _print_result(table, total, timing, args, region, _tiering(ds, args))
     if out is not None:
         _write_dataset(ds, out)
         print(f"wrote {out}", file=sys.stderr)
@@ -192,7 +192,22 @@ def _arrays_result(args: argparse.Namespace, shape: tuple[int, ...] | None, regi
     return ds, timing
 
 
-def _print_result(table, total, timing: dict, args: argparse.Namespace, region: int | None) -> None:
+def _tiering(ds, args: argparse.Namespace) -> str:
+    """How much of the effective ratio is buddy memory used as a tier (entries keeping most of their code there),
+    for the summary line; empty where none is."""
+    from buddylib.userdata.readers import human_bytes
+
+    s = ds.isel(snapshot=-1).sel(compressor=args.compressor[0], threshold=args.threshold)
+    tiered = float(s.tiered_bytes.sum())
+    if tiered <= 0:
+        return ""
+    return (f"; of it tiering: {human_bytes(tiered)} ({100 * tiered / float(s.allocation_bytes.sum()):.1f}% of the "
+            f"data) in entries that keep most of their code in buddy memory, compression alone "
+            f"{float(s.effective_ratio_untiered):.3f}x")
+
+
+def _print_result(table, total, timing: dict, args: argparse.Namespace, region: int | None,
+                  tiering: str = "") -> None:
     """The table, the summary line, and the slowdown where the input has an access profile."""
     from buddylib import regions
     from buddylib.userdata.readers import human_bytes
@@ -202,7 +217,8 @@ def _print_result(table, total, timing: dict, args: argparse.Namespace, region: 
           f"(buddy threshold {args.threshold:g}, {args.policy} policy"
           f"{f', a target per {regions.label(region)} region, {args.rule} rule' if region else ''}); ideal ratio "
           f"{_ideal(total['ideal ' + args.compressor[0]])}; device {human_bytes(total['device bytes'])}"
-          f" (incl. metadata), buddy {human_bytes(total['buddy bytes'])} for {human_bytes(total['bytes'])} of data")
+          f" (incl. metadata), buddy {human_bytes(total['buddy bytes'])} for {human_bytes(total['bytes'])} of data"
+          f"{tiering}")
     if "slowdown_credit" in timing:
         print(f"slowdown {timing['slowdown']:.4f}x of one iteration on {timing['gpu']} + {timing['link']} without HBM "
               f"credit (the paper's comparison), {timing['slowdown_credit']:.4f}x with it (timing model over the "

@@ -97,6 +97,26 @@ def overflow_bytes(hist: np.ndarray, target: float | np.ndarray) -> np.ndarray:
     return (np.asarray(hist, dtype=float) * excess).sum(-1)
 
 
+def tiered(target: float | np.ndarray) -> np.ndarray:
+    """Boolean mask over sector counts 0..4 (last axis) of the entries that keep more of their code in buddy
+    memory than in device memory at ``target``: buddy memory used as a tier, not compression (the 16x target
+    keeps 8 bytes of an entry on the device; one that does not compress keeps 120 in buddy memory)."""
+    share = device_share_bytes(target)
+    return SECTOR_BYTES * SECTOR_VALUES > 2 * np.expand_dims(share, -1) + 1e-9
+
+
+def tiered_entries(hist: np.ndarray, target: float | np.ndarray) -> np.ndarray:
+    """Entries :func:`tiered` at each target; broadcasts like :func:`overflow_fraction`."""
+    return (np.asarray(hist, dtype=float) * tiered(target)).sum(-1)
+
+
+def tiered_buddy_bytes(hist: np.ndarray, target: float | np.ndarray) -> np.ndarray:
+    """Bytes the :func:`tiered` entries keep in buddy memory."""
+    share = device_share_bytes(target)
+    excess = np.maximum(SECTOR_BYTES * SECTOR_VALUES - np.expand_dims(share, -1), 0) * tiered(target)
+    return (np.asarray(hist, dtype=float) * excess).sum(-1)
+
+
 def choose_target(hist: np.ndarray, threshold: float, targets: Sequence[float] = TARGETS) -> np.ndarray:
     """The most aggressive target whose overflow fraction stays <= ``threshold``.
 

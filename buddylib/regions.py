@@ -122,11 +122,12 @@ def histograms(sectors: np.ndarray, region: int, weights: np.ndarray | None = No
 # ---------------------------------------------------------------------------------------
 
 
-def _overflow_table(h: np.ndarray, targets: np.ndarray, weight: np.ndarray | None = None) -> np.ndarray:
+def _overflow_table(h: np.ndarray, targets: np.ndarray, weight: np.ndarray | None = None,
+                    which=layout.overflows) -> np.ndarray:
     """``h[..., 5]``'s entries (or, with ``weight`` per sector count, their weighted sum) that overflow at each
     target: ``(..., K)``, from running sums over the sector counts (as :func:`buddylib.layout.overflow_entries`
-    decides it, without a mask per target)."""
-    mask = layout.overflows(targets)  # (K, 5); an overflowing count's larger ones overflow too
+    decides it, without a mask per target); ``which``: those :func:`buddylib.layout.tiered` instead."""
+    mask = which(targets)  # (K, 5); an overflowing count's larger ones overflow too
     first = np.where(mask.any(-1), mask.argmax(-1), SECTORS_PER_ENTRY + 1)
     x = h if weight is None else h * weight
     ge = np.cumsum(x[..., ::-1], axis=-1)[..., ::-1]  # entries taking j sectors or more
@@ -287,7 +288,8 @@ def placement(hists: Mapping[str, np.ndarray], weighted: Mapping[str, np.ndarray
     chosen = choose({n: hists[n] for n in names}, thresholds, targets, policy, rule)
     n_snap = next(iter(hists.values())).shape[0] if hists else 0
     out = {k: np.zeros((n_snap, len(names), len(thresholds)))
-           for k in ("device_bytes", "overflow_entries", "overflow_accesses", "buddy_bytes_used")}
+           for k in ("device_bytes", "overflow_entries", "overflow_accesses", "buddy_bytes_used", "tiered_entries",
+                     "tiered_buddy_bytes")}
     targets_arr = np.union1d(layout.check_targets(targets), [1.0])
     share = layout.device_share_bytes(targets_arr)
     sector_bytes = SECTOR_BYTES * layout.SECTOR_VALUES.astype(float)
@@ -296,9 +298,12 @@ def placement(hists: Mapping[str, np.ndarray], weighted: Mapping[str, np.ndarray
         k = np.searchsorted(targets_arr, chosen[n])  # (S, R, T): each region's target, as an index
 
         over = _overflow_table(h, targets_arr)
+        tier = _overflow_table(h, targets_arr, which=layout.tiered)
         tables = {"device_bytes": h.sum(-1)[..., None] * share, "overflow_entries": over,
                   "overflow_accesses": _overflow_table(w, targets_arr),
-                  "buddy_bytes_used": _overflow_table(h, targets_arr, sector_bytes) - over * share}
+                  "buddy_bytes_used": _overflow_table(h, targets_arr, sector_bytes) - over * share,
+                  "tiered_entries": tier,
+                  "tiered_buddy_bytes": _overflow_table(h, targets_arr, sector_bytes, layout.tiered) - tier * share}
         for name, table in tables.items():  # (S, R, K) at each region's target, summed: (S, T)
             out[name][:, ai] = np.take_along_axis(table, k, axis=2).sum(1)
     return out

@@ -93,3 +93,28 @@ def test_threshold_outside_unit_interval(bad: float) -> None:
 def test_unknown_target(bad: float) -> None:
     with pytest.raises(ValueError, match=f"target {bad:g} is not supported"):
         layout.check_targets([1, bad])
+
+
+def test_tiered_entries_keep_more_in_buddy_memory_than_on_the_device() -> None:
+    # the device keeps 128/r bytes of an entry; it is tiered where its other sectors are more than that
+    assert layout.tiered([1, 2, 4, 8, 16]).tolist() == [
+        [False] * 5, [False] * 5, [False, False, False, True, True], [False, False, True, True, True],
+        [False, True, True, True, True]]
+    h = np.array([10, 0, 0, 3, 5])  # 10 zero entries, 3 taking 3 sectors, 5 raw
+    assert layout.tiered_entries(h, 4.0) == 8 and layout.tiered_buddy_bytes(h, 4.0) == 3 * 64 + 5 * 96
+    assert layout.tiered_entries(h, 2.0) == 0
+
+
+def test_buddy_analyze_says_how_much_of_the_ratio_is_tiering(tmp_path, capsys) -> None:
+    from buddylib.cli import main
+
+    rng = np.random.default_rng(0)
+    path = tmp_path / "half.npy"
+    np.save(path, np.concatenate([np.zeros(1 << 18, np.uint8), rng.integers(0, 256, 1 << 18).astype(np.uint8)]))
+    assert main(["analyze", str(path), "--compressor", "bpc32"]) == 0
+    assert "tiering" not in capsys.readouterr().out  # the paper's targets park no entry in buddy memory
+    assert main(["analyze", str(path), "--compressor", "bpc32", "--targets", "16", "8", "4", "2", "1",
+                 "--region", "4KiB"]) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    effective, alone = (float(line.split(x)[1].split("x")[0]) for x in ("effective ratio ", "compression alone "))
+    assert "of it tiering" in line and effective > 2.0 > alone > 1.0  # past the ideal (2x) only by tiering
