@@ -24,6 +24,7 @@ from buddylib.compressors import DEFAULT_COMPRESSORS
 from buddylib.layout import DEFAULT_THRESHOLD
 from buddylib.provenance import ANALYSIS_ONLY, ANALYSIS_SOURCES, code_version, frozen
 from buddylib.studies import cache as cache_
+from buddylib.timing import accesses
 
 THRESHOLDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 #: The CNNs of the larger-batch study (notebook 07) and the mini-batch sizes measured at each scale.
@@ -93,8 +94,7 @@ def slowdowns(names: Sequence[str], scale: str | float = "quick", seed: int = 0,
     Each workload's result is cached beside its run (``.slowdown-t0.3.nc``) and reused while the
     run is unchanged, so the notebooks and ``make reproduce`` compute it once.
     """
-    from buddylib.paper import HEADLINE
-    from buddylib.timing import LINKS, Params, Workset, gpu, link, sweep, um_slowdown
+    from buddylib.timing import Workset
 
     out = []
     for name in tqdm(list(names), desc="timing model", unit="workload", disable=not progress):
@@ -105,25 +105,39 @@ def slowdowns(names: Sequence[str], scale: str | float = "quick", seed: int = 0,
             out.append(cached)
             continue
         ws = Workset.load(run_path)
-        ds = sweep(ws, gpus=["V100-32GB", "A100-80GB", "H100-80GB", "H200-141GB"], links=list(LINKS),
-                   thresholds=[0.1, 0.2, 0.3, 0.4, 0.5], latency_scales=[0.5, 1, 2, 4, 8],
-                   metadata_cache_bytes=[4 << 10, 16 << 10, 64 << 10, 256 << 10],
-                   outstanding=[1280, 2560, 5120, 10240, 20480], bandwidth_credit=[False, True])
         eff = analyze(ws.snapshots, [ws.compressor], thresholds=[threshold], progress=False)
-        ratio = float(eff.effective_ratio.isel(snapshot=-1).item())
-        # UM oversubscribed by Buddy's gain; where Buddy gains nothing, nothing is oversubscribed
-        um = [um_slowdown(ws, ratio, gpu(HEADLINE["gpu"]), link(HEADLINE["link"]), Params(um_page_bytes=p)) if ratio > 1
-              else (1.0, 0) for p in (4 << 10, 64 << 10, 2 << 20)]
-        ds["um_slowdown"] = ("um_page_bytes", [u[0] for u in um], {"units": "1"})
-        ds["um_faults"] = ("um_page_bytes", [u[1] for u in um], {"units": "faults per iteration"})
-        ds = ds.assign_coords(um_page_bytes=[4 << 10, 64 << 10, 2 << 20])
-        ds["effective_ratio"] = ((), ratio, {"units": "1"})
-        ds = ds.expand_dims(workload=[name])
+        ds = sensitivity(ws, float(eff.effective_ratio.isel(snapshot=-1).item())).expand_dims(workload=[name])
         ds.attrs["code"] = analysis_code(name)
         cache_.save_cache(ds, cache)
         out.append(ds)
     return xr.concat(out, "workload", coords="different", compat="equals", join="outer",
                      combine_attrs="drop_conflicts")
+
+
+#: The sweep of :func:`sensitivity` (notebook 05): every GPU and link preset, the thresholds, link latency (x the
+#: preset's), metadata-cache sizes (those a summary keeps, :data:`buddylib.timing.accesses.METADATA_CACHES`), link
+#: requests in flight and both device-traffic accountings; Unified Memory at three page sizes.
+SWEEP = {"gpus": ("V100-32GB", "A100-80GB", "H100-80GB", "H200-141GB"), "thresholds": (0.1, 0.2, 0.3, 0.4, 0.5),
+         "latency_scales": (0.5, 1, 2, 4, 8), "metadata_cache_bytes": accesses.METADATA_CACHES,
+         "outstanding": (1280, 2560, 5120, 10240, 20480), "bandwidth_credit": (False, True)}
+UM_PAGES = accesses.UM_PAGES
+
+
+def sensitivity(ws, ratio: float) -> xr.Dataset:
+    """The timing model's sweep (:data:`SWEEP`) of a run (a :class:`~buddylib.timing.Workset`) or a committed
+    summary's accesses (:class:`~buddylib.timing.accesses.Accesses`), and Unified Memory oversubscribed by
+    ``ratio``, the effective ratio Buddy gains (where it gains nothing, nothing is oversubscribed)."""
+    from buddylib.paper import HEADLINE
+    from buddylib.timing import LINKS, Params, gpu, link, sweep, um_slowdown
+
+    ds = sweep(ws, links=list(LINKS), **{k: list(v) for k, v in SWEEP.items()})
+    um = [um_slowdown(ws, ratio, gpu(HEADLINE["gpu"]), link(HEADLINE["link"]), Params(um_page_bytes=p)) if ratio > 1
+          else (1.0, 0) for p in UM_PAGES]
+    ds["um_slowdown"] = ("um_page_bytes", [u[0] for u in um], {"units": "1"})
+    ds["um_faults"] = ("um_page_bytes", [u[1] for u in um], {"units": "faults per iteration"})
+    ds = ds.assign_coords(um_page_bytes=list(UM_PAGES))
+    ds["effective_ratio"] = ((), ratio, {"units": "1"})
+    return ds
 
 
 def memory_vs_batch(names: Sequence[str], batches: Sequence[int], scale: str | float = "quick", seed: int = 0,

@@ -1,7 +1,8 @@
 """Notebook 11's study measured (:func:`measure`): how much of the ideal (BPC-32's gain without placement
 constraints) Buddy keeps with one target per allocation, per 2 MiB, 64 KiB or 4 KiB region, under each rule of
 sharing the overflow budget, with the paper's four targets or with 8x and 16x besides, at three thresholds; and
-what each costs in slowdown.
+what each costs in slowdown: at the run scale by the per-entry replay, at the committed summaries' scales from
+their accesses (:func:`buddylib.studies.summaries.replay`), where they keep them.
 
 This module is the study's code digest (:func:`key`); how the study is committed, read and tabled is
 :mod:`buddylib.studies.granularity`.
@@ -10,6 +11,8 @@ This module is the study's code digest (:func:`key`); how the study is committed
 from __future__ import annotations
 
 import hashlib
+import inspect
+import textwrap
 from collections.abc import Sequence
 
 import numpy as np
@@ -19,10 +22,10 @@ from tqdm import tqdm
 
 from buddylib import layout, paper, regions, snapshot, workloads
 from buddylib.analysis import analyze_histograms, region_histograms, sector_histograms
-from buddylib.provenance import ANALYSIS_ONLY, code_version
+from buddylib.provenance import ANALYSIS_ONLY, code_version, normalized_source
 from buddylib.studies import summaries
 from buddylib.studies.experiments import data_folder
-from buddylib.timing.model import Workset, sweep
+from buddylib.timing.model import Replay, Workset, sweep
 
 #: The compressor: the paper's headline one (and the one the committed summaries keep per region).
 COMPRESSOR = paper.HEADLINE["compressor"]
@@ -30,15 +33,22 @@ THRESHOLDS = (0.1, 0.3, 0.5)
 TARGET_SETS = {"paper": layout.TARGETS, "extended": layout.EXTENDED_TARGETS}
 #: The DL networks: the paper's six.
 DL_NETWORKS = ("alexnet", "vgg16", "resnet50", "squeezenet", "inception", "biglstm")
-#: The committed scale of each suite's summaries, analysed beside the runs (capacity only: no per-entry sectors).
-SUMMARY_SCALES = {"hpc": "large", "dl": "paper"}
-SOURCES = ("studies/granularity_measure.py", "studies/summaries.py", *ANALYSIS_ONLY)
+#: The committed scales of each suite's summaries, analysed beside the runs (the slowdown where they keep their
+#: accesses).
+SUMMARY_SCALES = {"hpc": ("large", 4096), "dl": ("paper",)}
+SOURCES = ("studies/granularity_measure.py", *ANALYSIS_ONLY)
+#: What the study reads of ``studies/summaries.py``: its readers, digested alone (the rest of that module makes,
+#: writes and checks summaries, and decides no number here).
+SUMMARY_READERS = ("load", "_read_beside", "histograms", "region_counts", "replay")
 
 
 def key() -> str:
-    """Digest of the code the study depends on: :data:`SOURCES` and the workloads' code (one digest of all)."""
+    """Digest of the code the study depends on: :data:`SOURCES`, the summaries' readers and the workloads' code."""
     codes = "+".join(workloads.get(n).code() for n in [*workloads.names("hpc"), *DL_NETWORKS])
-    return code_version(*SOURCES) + "+" + hashlib.sha256(codes.encode()).hexdigest()[:12]
+    readers = "".join(normalized_source(textwrap.dedent(inspect.getsource(getattr(summaries, f))))
+                      for f in SUMMARY_READERS)
+    return "+".join([code_version(*SOURCES), hashlib.sha256(readers.encode()).hexdigest()[:12],
+                     hashlib.sha256(codes.encode()).hexdigest()[:12]])
 
 
 def _grid(cell) -> xr.Dataset:
@@ -72,6 +82,8 @@ def _capacity(counts: xr.DataArray, snaps: list, per_region: dict[int, dict[str,
             "buddy_bytes": last.buddy_bytes_used.sum("allocation"),
             "overflow": (last.overflow * last.entries).sum("allocation") / last.entries.sum(),
             "buddy_access_fraction": last.buddy_access_fraction,
+            "tiered_bytes": last.tiered_bytes.sum("allocation"),
+            "effective_ratio_untiered": last.effective_ratio_untiered,
         }).reset_coords(drop=True)
 
     out = _grid(cell)
@@ -115,14 +127,18 @@ def _llm_kinds(scale: str, seed: int) -> list[tuple[str, list]]:
 
 
 def _from_summary(summary: dict) -> xr.Dataset:
+    """A committed summary's capacity at every granularity, and its slowdown where it keeps its accesses."""
     counts, snaps = summaries.histograms(summary)
     per_region = {g: summaries.region_counts(summary, g) for g in regions.GRANULARITIES if g is not None}
-    return _capacity(counts.sel(compressor=[COMPRESSOR]), snaps, per_region)
+    out = _capacity(counts.sel(compressor=[COMPRESSOR]), snaps, per_region)
+    if "accesses" not in summary:
+        return out
+    return xr.merge([out, _slowdowns(summaries.replay(summary))])
 
 
-def _slowdowns(path) -> xr.Dataset:
-    """Slowdown of the run's last snapshot per (region, rule, targets, threshold, bandwidth credit)."""
-    ws = Workset.load(path, COMPRESSOR)
+def _slowdowns(ws: Workset | Replay) -> xr.Dataset:
+    """Slowdown of the run's last snapshot per (region, rule, targets, threshold, bandwidth credit): a run's
+    (:class:`Workset`) or a summary's (its accesses)."""
 
     def cell(gran, rule, tname):
         ds = sweep(ws, thresholds=THRESHOLDS, bandwidth_credit=(False, True), region=gran, rule=rule,
@@ -146,11 +162,12 @@ def measure(scale: str = "quick", seed: int = 0, data_dir: str | None = None, pr
     todo = [(suite, n) for suite, ns in suites.items() for n in ns]
     for suite, n in tqdm(todo, desc="granularity", unit="workload", disable=not progress):
         path = workloads.cached_run(n, scale, seed, data)
-        run = xr.merge([_from_snapshots(snapshot.load(path)), _slowdowns(path)]).expand_dims(size=[str(scale)])
-        pieces = [run]
-        kept = summaries.path(n, SUMMARY_SCALES[suite], seed)
-        if scale != "quick" and kept.is_file():
-            pieces.append(_from_summary(summaries.load(kept)).expand_dims(size=[SUMMARY_SCALES[suite]]))
+        run = xr.merge([_from_snapshots(snapshot.load(path)), _slowdowns(Workset.load(path, COMPRESSOR))])
+        pieces = [run.expand_dims(size=[str(scale)])]
+        for at in SUMMARY_SCALES[suite] if scale != "quick" else ():
+            kept = summaries.load(summaries.path(n, at, seed)) if summaries.path(n, at, seed).is_file() else {}
+            if "regions" in kept:  # (a summary made before they were kept has no per-region histograms)
+                pieces.append(_from_summary(kept).expand_dims(size=[summaries.scale_name(at)]))
         ds = xr.concat(pieces, "size", join="outer", data_vars="all") if len(pieces) > 1 else pieces[0]
         parts.append(ds.expand_dims(workload=[n]).assign_coords(suite=("workload", [suite])))
     if names is None:  # notebook 10's kinds of LLM memory, at this scale (capacity only)
@@ -170,8 +187,12 @@ def measure(scale: str = "quick", seed: int = 0, data_dir: str | None = None, pr
              "overflow": ("1", "share of entries that overflow"),
              "buddy_access_fraction": ("1", "share of accesses (of entries) that reach buddy memory"),
              "footprint": ("bytes", "bytes of the final snapshot"),
+             "tiered_bytes": ("bytes", "bytes of entries keeping more of their code in buddy memory than on the device "
+                              "(buddy memory as a tier)"),
+             "effective_ratio_untiered": ("1", "the effective ratio with the tiered entries' buddy bytes counted as "
+                                          "device bytes: compression alone"),
              "slowdown": ("1", f"timing model, {paper.HEADLINE['gpu']} + {paper.HEADLINE['link']}, one iteration "
-                               "over the last snapshot (runs only)")}
+                               "over the last snapshot (runs, and summaries that keep their accesses)")}
     for v, (u, d) in units.items():
         out[v].attrs.update(units=u, description=d)
     out.attrs.update(scale=str(scale), seed=seed, compressor=COMPRESSOR, policy="profile")

@@ -204,6 +204,33 @@ def replay(summary: dict[str, Any]) -> accesses.Accesses:
                            counts.sel(compressor=[kept]), per_region, flops)
 
 
+def sensitivity(names: Sequence[str], scale: str | float, seed: int = SEED, folder: str | Path | None = None,
+                threshold: float = layout.DEFAULT_THRESHOLD, progress: bool = False) -> xr.Dataset | None:
+    """:func:`buddylib.studies.analyses.slowdowns` of the runs the committed summaries of ``names`` at ``scale``
+    describe, from their accesses (:func:`replay`): the same sweep and Unified-Memory comparison, with ``source``
+    ("summary"), ``code``, ``code_current`` and ``date`` per workload; None where no summary keeps its accesses."""
+    from tqdm import tqdm
+
+    from buddylib.studies import analyses
+
+    parts = []
+    for n in tqdm(list(names), desc=f"timing model at {scale_name(scale)}", unit="summary", disable=not progress):
+        f = path(n, scale, seed, folder)
+        s = load(f) if f.is_file() else {}
+        if "accesses" not in s:
+            continue
+        acc = replay(s)
+        eff = analyze(s, [acc.compressor], [threshold])
+        ds = analyses.sensitivity(acc, float(eff.effective_ratio.isel(snapshot=-1).item()))
+        parts.append(ds.expand_dims(workload=[n]).assign(
+            source=("workload", ["summary"]), code=("workload", [s["code"]]), date=("workload", [s.get("date", "")]),
+            code_current=("workload", [s["code"] == workloads.get(n).code()])))
+    if not parts:
+        return None
+    return xr.concat(parts, "workload", coords="different", compat="equals", join="outer",
+                     combine_attrs="drop_conflicts").assign_attrs(scale=scale_name(scale))
+
+
 def region_counts(summary: dict[str, Any], region: int | str) -> dict[str, np.ndarray]:
     """A summary's histograms per ``region`` (a multiple of 4 KiB): ``{name: [snapshot, region, 1, 5]}`` of its
     regions' compressor; ``ValueError`` where it kept none (made before they were) or they do not decode."""
