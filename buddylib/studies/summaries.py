@@ -61,6 +61,8 @@ from buddylib.workloads.base import PAPER_COMPRESSORS, AccessProfile
 
 #: This checkout's committed summaries, a folder per suite.
 ROOT = Path(__file__).resolve().parents[2] / "data" / "summaries"
+#: Where the sweeps of the committed summaries are cached (:func:`sensitivity`; not committed).
+SWEEPS = ROOT.parent / "summary-sweeps"
 #: The HPC proxies' summaries.
 FOLDER = ROOT / "hpc"
 #: The DL studies' summaries: the paper's six networks at paper scale, the training-maturity, optimizer and
@@ -212,6 +214,7 @@ def sensitivity(names: Sequence[str], scale: str | float, seed: int = SEED, fold
     from tqdm import tqdm
 
     from buddylib.studies import analyses
+    from buddylib.studies import cache as cache_
 
     parts = []
     for n in tqdm(list(names), desc=f"timing model at {scale_name(scale)}", unit="summary", disable=not progress):
@@ -219,9 +222,15 @@ def sensitivity(names: Sequence[str], scale: str | float, seed: int = SEED, fold
         s = load(f) if f.is_file() else {}
         if "accesses" not in s:
             continue
-        acc = replay(s)
-        eff = analyze(s, [acc.compressor], [threshold])
-        ds = analyses.sensitivity(acc, float(eff.effective_ratio.isel(snapshot=-1).item()))
+        code = f"{analyses.analysis_code(n)}+{s['accesses']['sha256'][:12]}+t{threshold:g}"
+        kept = SWEEPS / f.with_suffix(".slowdown.nc").name
+        ds = cache_.reused(kept, f, code)
+        if ds is None:  # seconds a gigabyte summary: computed once per checkout, beside the runs in data/
+            acc = replay(s)
+            eff = analyze(s, [acc.compressor], [threshold])
+            ds = analyses.sensitivity(acc, float(eff.effective_ratio.isel(snapshot=-1).item()))
+            cache_.save_cache(ds.assign_attrs(code=code), kept)
+            ds = cache_.reused(kept, f, code)
         parts.append(ds.expand_dims(workload=[n]).assign(
             source=("workload", ["summary"]), code=("workload", [s["code"]]), date=("workload", [s.get("date", "")]),
             code_current=("workload", [s["code"] == workloads.get(n).code()])))
