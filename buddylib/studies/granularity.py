@@ -29,8 +29,8 @@ from buddylib.studies.granularity_measure import (
 )
 
 __all__ = ["COMMITTED", "COMPRESSOR", "DL_NETWORKS", "SUMMARY_SCALES", "TARGET_SETS", "THRESHOLDS", "TOLERANCE",
-           "check_committed", "committed_path", "headline", "key", "measure", "smallest_keeping", "study", "table",
-           "write_committed"]
+           "check_committed", "committed_path", "frontier", "headline", "key", "largest_size", "measure",
+           "smallest_keeping", "study", "table", "write_committed"]
 
 COMMITTED = fixtures.DATA / "summaries" / "granularity"
 #: The largest relative change :func:`check_committed` accepts: the fixtures' (the default study's DL runs are
@@ -122,12 +122,14 @@ def headline(ds: xr.Dataset, size: str, suite: str, threshold: float = 0.3) -> p
 
 
 def smallest_keeping(ds: xr.Dataset, suite: str, threshold: float = 0.3, keep: float = KEEP,
-                     slower: float = SLOWER) -> pd.DataFrame:
+                     slower: float = SLOWER, size: str | None = None) -> pd.DataFrame:
     """Per (targets, rule), the largest region (coarsest granularity) whose mean keeps ``keep`` of the ideal's gain
-    at the run size with a slowdown within ``slower`` of one target per allocation's (no bandwidth credit); the
-    rows say what each granularity keeps and costs, so where none qualifies the table says why."""
-    size = str(ds.attrs["scale"])
+    at ``size`` (default the run size) with a slowdown within ``slower`` of one target per allocation's (no
+    bandwidth credit); the rows say what each granularity keeps and costs, so where none qualifies the table says
+    why."""
+    size = str(ds.attrs["scale"]) if size is None else size
     w = ds.sel(size=size, threshold=threshold).where(ds.suite == suite, drop=True)
+    w = w.where(w.footprint.notnull(), drop=True)
     kept = (w.effective_ratio.mean("workload") - 1) / (w.ideal_ratio.mean("workload") - 1)
     slow = w.slowdown.sel(bandwidth_credit=False).mean("workload")
     base = slow.sel(region="allocation")
@@ -144,3 +146,39 @@ def smallest_keeping(ds: xr.Dataset, suite: str, threshold: float = 0.3, keep: f
                          **{f"+slowdown, {regions.label(g)}": float((slow - base).sel(
                              region=regions.label(g), rule=rule, targets=tname)) for g in regions.GRANULARITIES}})
     return pd.DataFrame(rows).set_index(["targets", "rule"])
+
+
+def largest_size(ds: xr.Dataset, suite: str, timed: bool = True) -> str | None:
+    """The largest size of ``ds`` at which the suite has workloads (with ``timed``, and a slowdown): its largest
+    committed summary's scale where one keeps its accesses."""
+    best, biggest = None, -1.0
+    for size in map(str, ds["size"].values):
+        w = ds.sel(size=size).where(ds.suite == suite, drop=True)
+        w = w.where(w.footprint.notnull(), drop=True)
+        if w.workload.size and (not timed or bool(np.isfinite(w.slowdown).any())):
+            if float(w.footprint.mean()) > biggest:
+                best, biggest = size, float(w.footprint.mean())
+    return best
+
+
+def frontier(ds: xr.Dataset, size: str, suite: str, threshold: float = 0.3) -> pd.DataFrame:
+    """Capacity against its cost, one row per design (one target per allocation; a target per 2 MiB, 64 KiB or
+    4 KiB region under each rule; the paper's targets or with 8x and 16x): the suite's mean effective ratio, its
+    part without tiering (the tiered entries' buddy bytes counted as device bytes) and the tiered bytes' share,
+    the mean ideal ratio, and the mean slowdown without and with bandwidth credit."""
+    w = ds.sel(size=size, threshold=threshold).where(ds.suite == suite, drop=True)
+    w = w.where(w.footprint.notnull(), drop=True)
+    rows = []
+    for g in regions.GRANULARITIES:
+        for rule in regions.RULES if g else ("budget",):
+            for tname in TARGET_SETS:
+                c = w.sel(region=regions.label(g), rule=rule, targets=tname)
+                slow = c.slowdown.mean("workload") if "slowdown" in c else xr.full_like(c.footprint.mean(), np.nan)
+                rows.append({"region": regions.label(g), "rule": rule if g else "-", "targets": tname,
+                             "effective": float(c.effective_ratio.mean()),
+                             "compression alone": float(c.effective_ratio_untiered.mean()),
+                             "tiered %": float(100 * (c.tiered_bytes / c.footprint).mean()),
+                             "ideal": float(c.ideal_ratio.mean()),
+                             "slowdown %": float(100 * (slow.sel(bandwidth_credit=False) - 1)),
+                             "slowdown with credit %": float(100 * (slow.sel(bandwidth_credit=True) - 1))})
+    return pd.DataFrame(rows).set_index(["region", "rule", "targets"])
