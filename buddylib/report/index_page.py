@@ -65,11 +65,15 @@ class Results:
     llm_capacity: pd.DataFrame = field(default_factory=pd.DataFrame)
     # beyond the paper (notebook 11): effective ratio per target granularity and rule, per suite and size
     granularity: pd.DataFrame = field(default_factory=pd.DataFrame)
+    dl_ideal: dict[str, float] = field(default_factory=dict)
+    # the headline per suite and size: this run's, and at the committed summaries' scales (computed from them)
+    scales: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def save(self, path: Path) -> Path:
         """Write as JSON (floats round-trip exactly)."""
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        for name in ("hpc_table", "slowdown_table", "summaries", "llm_ratios", "llm_capacity", "granularity"):
+        for name in ("hpc_table", "slowdown_table", "summaries", "llm_ratios", "llm_capacity", "granularity",
+                     "scales"):
             data[name] = _frame_json(data[name])
         data["fidelity"] = {k: _frame_json(v) for k, v in self.fidelity.items()}
         path.write_text(json.dumps(data, indent=1, default=_plain))
@@ -80,7 +84,7 @@ class Results:
         data = json.loads(Path(path).read_text())
         for name in ("hpc_table", "slowdown_table"):
             data[name] = _frame(data[name])
-        for name in ("summaries", "llm_ratios", "llm_capacity", "granularity"):  # absent from an older index
+        for name in ("summaries", "llm_ratios", "llm_capacity", "granularity", "scales"):  # absent from an older one
             if name in data:
                 data[name] = _frame(data[name])
         data["fidelity"] = {k: _frame(v) for k, v in data.get("fidelity", {}).items()}
@@ -149,8 +153,7 @@ def _headline(r: Results) -> list[str]:
         lines.append(f"| largest mini-batch in a fixed GPU memory, Buddy / uncompressed ({gain.size} CNNs, "
                      f"notebook 07) | {gain.min():.2f}x to {gain.max():.2f}x (mean {gain.mean():.2f}x) | "
                      "larger batches (case study) |")
-    lines += _granularity_rows(r)
-    lines += _llm_rows(r)
+    lines += ["", *_scale_rows(r)]
     return [
         *lines,
         "",
@@ -159,21 +162,48 @@ def _headline(r: Results) -> list[str]:
         "The slowdown beside the paper's is a net slowdown against an ideal GPU without bandwidth credit: "
         "every accessed entry costs its uncompressed HBM bytes, so Buddy Compression only adds time (the "
         f"paper's basis: {paper.SLOWDOWN_BASIS}). The row below it credits compressed entries with the HBM "
-        "sectors they save (SPEC §4); there a negative slowdown is a speed-up.", ""]
+        "sectors they save (SPEC §4); there a negative slowdown is a speed-up.", "",
+        *_granularity_rows(r), *_llm_rows(r)]
+
+
+def _scale_rows(r: Results) -> list[str]:
+    """The headline per suite and size: ideal and effective ratio (means), slowdown without and with bandwidth
+    credit (geometric means), where each came from, beside the paper's."""
+    if r.scales.empty:
+        return []
+    theirs = {"hpc": f"{paper.HPC_RATIO_ISCA}x (ISCA; arXiv {paper.HPC_RATIO_ARXIV}x), {paper.SLOWDOWN_TEXT}",
+              "dl": f"{paper.DL_RATIO}x, {paper.SLOWDOWN_TEXT}"}
+    lines = ["### The headline at each size", "",
+             f"Per suite and size (BPC-32, threshold {paper.HEADLINE['threshold']:.0%}, {paper.HEADLINE['gpu']} + "
+             f"{paper.HEADLINE['link']}): mean ideal and effective ratio, geometric-mean slowdown against an ideal GPU "
+             "without and with bandwidth credit. The paper sized its inputs to fill a 12-32 GB GPU; its numbers are "
+             "quoted, not computed.", "",
+             "| suite | size | where from | ideal | effective | slowdown | with credit | paper (quoted) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for _, row in r.scales.iterrows():
+        timed = int(row.get("timed", row["workloads"]) if pd.notna(row.get("timed", np.nan)) else row["workloads"])
+        slow = (f"{100 * (row['slowdown'] - 1):+.2f}%" + (f" ({timed} of {row['workloads']})"
+                                                          if timed < row["workloads"] else "")
+                if pd.notna(row["slowdown"]) else "capacity only: no accesses kept")
+        credit = f"{100 * (row['slowdown_credit'] - 1):+.2f}%" if pd.notna(row["slowdown_credit"]) else "—"
+        stale = "" if row.get("current", True) in (True, 1) or pd.isna(row.get("current")) else " (code since changed)"
+        lines.append(f"| {str(row['suite']).upper()} ({row['workloads']}) | {row['size']} | {row['source']}{stale} | "
+                     f"{row['ideal']:.2f}x | {row['effective']:.2f}x | {slow} | {credit} | {theirs[row['suite']]} |")
+    return lines
 
 
 def _granularity_rows(r: Results) -> list[str]:
-    """One row per target granularity and rule (notebook 11, beyond the paper): the suites' mean effective ratio."""
+    """Beyond the paper (notebook 11): the suites' mean effective ratio per target granularity and rule, a table of
+    its own."""
     t = r.granularity
-    rows = []
-    for what, row in t.iterrows():
-        if str(what).startswith("allocation"):
-            continue  # the paper's layout: the headline rows above
-        region, rule = str(what).split(", ")
-        how = "at equal traffic" if rule == "traffic" else "with the threshold's full budget (partly tiering)"
-        rows.append(f"| effective capacity, a target per {region} region {how} (BPC-32, threshold 30%; notebook 11) | "
-                    + ", ".join(f"{c} {v:.2f}x" for c, v in row.items() if pd.notna(v)) + " | not in the paper |")
-    return rows
+    if t.empty:
+        return []
+    t = t.rename(index=lambda w: str(w).replace(", traffic", ", equal traffic").replace(
+        ", budget", ", full budget (partly tiering)") if not str(w).startswith("allocation") else "one per allocation "
+        "(the paper's)")
+    return ["### Beyond the paper: a target per region (notebook 11)", "",
+            "Mean effective ratio per suite and size, BPC-32, threshold 30%, the paper's targets; the frontier of "
+            "capacity against slowdown per design is notebook 11's figure.", "", *_table(t, 2), ""]
 
 
 def _llm_rows(r: Results) -> list[str]:
@@ -185,8 +215,7 @@ def _llm_rows(r: Results) -> list[str]:
         codes = ", ".join(f"{c.upper().replace('BPC', 'BPC-').replace('EBO-BF16', 'EBO')} {row[f'{c} ideal']:.2f}x · "
                           f"{row[f'{c} Buddy']:.2f}x" for c in ("bpc32", "ebo-bf16") if pd.notna(row[f"{c} ideal"]))
         peers = ", ".join(f"{p} {row[p]:.2f}x" for p in ("dfloat11", "zipnn", "zstd-1") if pd.notna(row.get(p)))
-        rows.append(f"| LLM era: {group} (ideal · Buddy at threshold 30%; whole tensor) | {codes}; {peers} | "
-                    "not in the paper |")
+        rows.append(f"| {group} | {codes} | {peers} |")
     c = r.llm_capacity
     for budget, part in (c.groupby("budget", sort=False) if len(c) else []):
         cells = []
@@ -195,10 +224,13 @@ def _llm_rows(r: Results) -> list[str]:
             best = per_gpu.loc[per_gpu.gain.idxmax()]
             cells.append(f"{g} {base} → {int(best.sequences)}"
                          + (f" ({best.compressor}, {best.slowdown - 1:+.1%})" if best.compressor != "none" else ""))
-        rows.append(f"| LLM era: concurrent 4,096-token sequences beside a Llama-2-7B-shaped bf16 model, decode-step "
-                    f"slowdown ≤ {budget} (extrapolated from ratios and slowdowns measured on MiniLM; notebook 10) | "
-                    + "; ".join(cells) + " | not in the paper |")
-    return rows
+        rows.append(f"| concurrent 4,096-token sequences beside a Llama-2-7B-shaped bf16 model, decode-step slowdown ≤ "
+                    f"{budget} (extrapolated from MiniLM's ratios and slowdowns) | " + "; ".join(cells) + " | |")
+    if not rows:
+        return []
+    return ["### Beyond the paper: LLM-era memory (notebook 10)", "",
+            "Per tensor kind: the per-entry codes' ideal · Buddy ratio at threshold 30%, and the whole-tensor peers.",
+            "", "| kind | per-entry codes | whole tensor |", "|---|---|---|", *rows, ""]
 
 
 def _ratio_row(what: str, config: str, ratios: dict[str, float], theirs: str) -> str:

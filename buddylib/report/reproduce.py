@@ -85,6 +85,8 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
         slow_files = _save(out / "slowdown", "slowdown", slow, slow_table)
     with clock("DL analysis"):
         dl = _dl_numbers(data, scale, names)
+    with clock("headline at the committed summaries' scales"):
+        scales = _scales(hpc, slow, dl, scale, full)
     with clock("explorer in JupyterLab"):
         _explorer_screenshot(out, executed)
     task_seconds |= {f"notebook {nb['notebook']}": nb["seconds"] for nb in executed}
@@ -100,7 +102,7 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
                "bench": [p.relative_to(out).as_posix() for p in bench_paths.values()]},
         took=clock.took | {"total": sum(clock.took.values())}, tasks=task_seconds, environment=_environment(),
         notebooks=executed, **dl, batch_gain=_batch_gain(out), fidelity=_fidelity_tables(out), **_llm(out),
-        granularity=_granularity(out),
+        granularity=_granularity(out), scales=scales,
         summaries=remake.provenance() if full else pd.DataFrame())
     _save_steps(out, results.took, results.tasks)
     return index_page.write(results, out)
@@ -193,6 +195,7 @@ def _dl_numbers(data: Path, scale: str, names: list[str] | None) -> dict[str, di
         dl = experiments.final(experiments.workload_ratios(dl_names, scale, 0, data, progress=False))
         sweep = experiments.slowdowns(dl_names, scale=scale, data=data, progress=False).slowdown
         found["dl_ratio"] = _per_workload(paper.headline(dl.effective_ratio))
+        found["dl_ideal"] = _per_workload(paper.headline(dl.ideal_ratio_total))
         found["dl_slowdown"] = _per_workload(paper.headline(sweep))
         found["dl_slowdown_credit"] = _per_workload(
             paper.headline(sweep, "bandwidth_credit").sel(bandwidth_credit=True))
@@ -201,6 +204,37 @@ def _dl_numbers(data: Path, scale: str, names: list[str] | None) -> dict[str, di
         extra = experiments.final(experiments.workload_ratios(extra_names, scale, 0, data, progress=False))
         found["extra_ratio"] = _per_workload(paper.headline(extra.effective_ratio, "workload"))
     return found
+
+
+def _scales(hpc: xr.Dataset, slow: xr.Dataset, dl: dict[str, dict[str, float]], scale: str,
+            full: bool) -> pd.DataFrame:
+    """The headline per suite and size: this run's (computed from its runs), then, in a full run, each committed
+    summary scale's (computed here from the summaries, :func:`buddylib.studies.fidelity.scale_headline`)."""
+    from buddylib.studies import fidelity
+
+    def gmean(d: dict[str, float]) -> float:
+        return experiments.geometric_mean(np.array(list(d.values()))) if d else np.nan
+
+    label = {"default": "128 MiB", "quick": "quick"}.get(scale, scale)
+    here = "this run (its runs)"
+    rows = [{"suite": "hpc", "size": label, "workloads": int(hpc.workload.size), "source": here,
+             "ideal": float(paper.headline(hpc.ideal_ratio_total).mean()),
+             "effective": float(paper.headline(hpc.effective_ratio).mean()),
+             "slowdown": float(experiments.geometric_mean(paper.headline(slow.slowdown))),
+             "slowdown_credit": float(experiments.geometric_mean(
+                 paper.headline(slow.slowdown, "bandwidth_credit").sel(bandwidth_credit=True)))}]
+    if dl.get("dl_ratio"):
+        rows.append({"suite": "dl", "size": scale, "workloads": len(dl["dl_ratio"]), "source": here,
+                     "ideal": float(np.mean(list(dl["dl_ideal"].values()))),
+                     "effective": float(np.mean(list(dl["dl_ratio"].values()))),
+                     "slowdown": gmean(dl["dl_slowdown"]), "slowdown_credit": gmean(dl["dl_slowdown_credit"])})
+    for suite, sizes in fidelity.SUMMARY_SCALES.items() if full else ():
+        for at in sizes:
+            row = fidelity.scale_headline(suite, at)
+            if row:
+                rows.append(row | {"size": {"large": "1 GiB", "4096": "4 GiB"}.get(str(row["size"]), row["size"])})
+    order = {"hpc": 0, "dl": 1}
+    return pd.DataFrame(rows).sort_values("suite", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
 
 
 def _per_workload(da: xr.DataArray) -> dict[str, float]:

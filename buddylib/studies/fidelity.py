@@ -459,3 +459,39 @@ def allocation_targets(name: str, scales: Sequence[str | float], seed: int = 0, 
                          "share of footprint": float(share.sel(allocation=a))})
     table = pd.DataFrame(rows).set_index(["allocation", "scale"]).unstack("scale")
     return table.reindex(columns=[str(s) for s in scales], level="scale")
+
+
+#: The committed summaries' scales of each suite, the headline restated at each (:func:`scale_headline`).
+SUMMARY_SCALES: dict[str, tuple[str | float, ...]] = {"hpc": ("large", 4096), "dl": ("paper",)}
+
+
+def scale_headline(suite: str, scale: str | float, names: Sequence[str] | None = None, seed: int = 0,
+                   threshold: float = 0.3, progress: bool = False) -> dict[str, object]:
+    """The headline at a committed summary's scale, computed here from the summaries (the capacity from their
+    histograms, the slowdown from their accesses, :func:`buddylib.studies.summaries.sensitivity`): the suite's
+    mean ideal and effective ratios, and the geometric-mean slowdown at the paper's GPU and link without and with
+    bandwidth credit (NaN where no summary keeps its accesses); ``timed`` says how many did."""
+    from buddylib import paper
+    from buddylib.studies import summaries
+
+    names = list(names) if names is not None else (workloads.names("hpc") if suite == "hpc" else
+                                                   list(PAPER_NETWORKS))
+    names = [n for n in names if summaries.path(n, scale, seed).is_file()]
+    if not names:
+        return {}
+    ratios = experiments.final(summaries.workload_ratios(names, scale, seed, thresholds=[threshold]))
+    eff = paper.headline(ratios.effective_ratio, threshold=threshold)
+    slow = summaries.sensitivity(names, scale, seed, threshold=threshold, progress=progress)
+    row: dict[str, object] = {"suite": suite, "size": summaries.scale_name(scale), "workloads": len(names),
+                              "ideal": float(paper.headline(ratios.ideal_ratio_total).mean()),
+                              "effective": float(eff.mean()), "effective_geomean": float(
+                                  experiments.geometric_mean(eff)), "timed": 0,
+                              "slowdown": np.nan, "slowdown_credit": np.nan,
+                              "source": "committed summaries (data/summaries), computed here",
+                              "current": bool(ratios.code_current.all())}
+    if slow is not None:
+        s = paper.headline(slow.slowdown, "bandwidth_credit", threshold=threshold)
+        row |= {"timed": int(slow.workload.size),
+                "slowdown": float(experiments.geometric_mean(s.sel(bandwidth_credit=False))),
+                "slowdown_credit": float(experiments.geometric_mean(s.sel(bandwidth_credit=True)))}
+    return row
