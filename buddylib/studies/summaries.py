@@ -56,7 +56,7 @@ from buddylib.entries import ENTRY_BYTES
 from buddylib.provenance import machine
 from buddylib.snapshot import Allocation, Snapshot
 from buddylib.timing import accesses
-from buddylib.timing.model import Workset
+from buddylib.timing.model import Workset, sweep
 from buddylib.workloads.base import PAPER_COMPRESSORS, AccessProfile
 
 #: This checkout's committed summaries, a folder per suite.
@@ -611,6 +611,10 @@ def compare_close(kept: dict[str, Any], fresh: dict[str, Any], tolerance: float 
         return row | {"max_rel_change": np.inf, "ok": False}
     a, b = (analyze(x, comps, experiments.THRESHOLDS) for x in (kept, fresh))
     rel = max(max_rel_change(a[v], b[v]) for v in ("effective_ratio", "ideal_ratio_total"))
+    if all("accesses" in v and "regions" in v for v in (kept, fresh)):  # and the slowdown they give, both ways
+        x, y = (sweep(replay(v), thresholds=list(experiments.THRESHOLDS), bandwidth_credit=(False, True)).slowdown
+                for v in (kept, fresh))
+        rel = max(rel, max_rel_change(x, y))
     return row | {"max_rel_change": rel, "ok": rel <= tolerance}
 
 
