@@ -44,7 +44,7 @@ from buddylib.compressors.abc import readonly
 from buddylib.entries import ENTRY_BYTES, SECTOR_BYTES, SECTORS_PER_ENTRY
 from buddylib.snapshot import Snapshot
 from buddylib.timing import caches
-from buddylib.timing.model import Params, Workset, _metadata_misses
+from buddylib.timing.model import Params, Workset
 
 #: The granularity the sectors touched are kept at: the finest region (a coarser one adds them).
 REGION_BYTES = regions.MIN_REGION_BYTES
@@ -99,14 +99,18 @@ class Accesses:
                       region_histograms(ws.snapshots, [ws.compressor], REGION_BYTES, progress=False).items()}
         counts = sector_histograms(ws.snapshots, [ws.compressor], progress=False).sel(weighting="entries",
                                                                                        drop=True)
-        shapes, kernel, shape, passes = _shapes(ws)
+        walk = _walk(ws, params)
         misses = {}
         for c in METADATA_CACHES:
             p = Params(**{**params.__dict__, "metadata_cache_bytes": c})
-            misses[(c, p.metadata_ways, p.metadata_line_bytes)] = _metadata_misses(ws, p)
+            hits = caches.metadata_hits(np.zeros(walk["lines"].size, np.int32), walk["lines"], np.zeros(1, np.int64), 1,
+                                        walk["line_bounds"], c, p.metadata_line_bytes, p.metadata_ways)
+            hits = hits + walk["line_repeats"]  # a run of one line: hits that change nothing
+            misses[(c, p.metadata_ways, p.metadata_line_bytes)] = (walk["accesses"] - hits).astype(float)
         return cls(ws.name, ws.compressor, list(ws.snapshots), counts, per_region,
-                   np.array([k.flops for k in ws.profile.kernels], float), shapes, kernel, shape, passes,
-                   int(ws.merged()[1].size), misses, {p: _page_distances(ws, p) for p in UM_PAGES})
+                   np.array([k.flops for k in ws.profile.kernels], float), walk["shapes"], walk["kernel"],
+                   walk["shape"], walk["passes"], int(walk["accesses"].sum()), misses,
+                   {p: _distances(walk["pages"][p], walk["n_pages"][p]) for p in UM_PAGES})
 
     # -----------------------------------------------------------------------------------
     # what the timing model asks of it (as of a Workset)
@@ -231,29 +235,64 @@ def decode(block: Mapping[str, Any], blob: bytes, name: str, snapshots: list[Sna
 # ---------------------------------------------------------------------------------------
 
 
-def _shapes(ws: Workset) -> tuple[list[tuple[str, np.ndarray]], np.ndarray, np.ndarray, np.ndarray]:
-    """Per access of the profile, the 4 KiB regions' counts of the entries it touches (shared by accesses
-    touching the same entries) and the terms (kernel, shape, passes)."""
-    sectors = {a.name: np.asarray(a.sectors[ws.compressor]) for a in ws.last.allocations}
+def _walk(ws: Workset, params: Params) -> dict[str, Any]:
+    """One pass over the iteration, a kernel at a time (a gigabyte run's access streams together would not fit in
+    memory): per access the 4 KiB regions' counts of the entries it touches (shared by accesses touching the same
+    entries) and the terms; per kernel, in the order its accesses happen side by side (:meth:`Workset.merged`), the
+    metadata lines read, a run of one line kept once (the cache's last line again is a hit that changes nothing:
+    counted in ``line_repeats``), and the pages touched (:func:`buddylib.timing.caches.page_sequence`)."""
+    from buddylib.timing.model import _entries
+
+    allocs = {a.name: a for a in ws.last.allocations}
+    sectors = {n: np.asarray(a.sectors[ws.compressor]) for n, a in allocs.items()}
+    col = {n: i for i, n in enumerate(allocs)}
+    per_line = params.entries_per_metadata_line
+    first_line = np.cumsum([0] + [-(-a.n_entries // per_line) for a in allocs.values()], dtype=np.int64)
+    first_page = {p: np.cumsum([0] + [-(-a.nbytes // p) for a in allocs.values()], dtype=np.int64) for p in UM_PAGES}
     per = REGION_BYTES // ENTRY_BYTES
-    shapes: list[tuple[str, np.ndarray]] = []
+    rng = np.random.default_rng(0)  # the draws of Workset.streams, in its order
+    out: dict[str, Any] = {"shapes": [], "kernel": [], "shape": [], "passes": [], "lines": [], "line_bounds": [],
+                           "line_repeats": [], "accesses": [], "pages": {p: [] for p in UM_PAGES}}
     seen: dict[tuple, int] = {}
-    kernel, shape, passes = [], [], []
-    for ki, (k, streams) in enumerate(zip(ws.profile.kernels, ws.streams(), strict=True)):
-        for ai, (acc, (name, ent, p)) in enumerate(zip(k.accesses, streams, strict=True)):
-            s = sectors[name]
-            key = (name, acc.pattern, acc.fraction, acc.stride, acc.index, acc.row)
+    for ki, k in enumerate(ws.profile.kernels):
+        ents = []
+        for ai, acc in enumerate(k.accesses):
+            ent = _entries(acc, allocs[acc.allocation], allocs, ws.index_arrays, rng)
+            ents.append(ent)
+            key = (acc.allocation, acc.pattern, acc.fraction, acc.stride, acc.index, acc.row)
             if acc.pattern == "random":  # drawn afresh for each access
                 key = (*key, ki, ai)
             if key not in seen:
+                s = sectors[acc.allocation]
                 n = -(-s.size // per)
                 h = np.bincount(ent // per * _BINS + s[ent], minlength=n * _BINS).reshape(n, _BINS)
-                seen[key] = len(shapes)
-                shapes.append((name, h.astype(np.int64)))
-            kernel.append(ki)
-            shape.append(seen[key])
-            passes.append(float(p))
-    return shapes, np.array(kernel, np.int64), np.array(shape, np.int64), np.array(passes, float)
+                seen[key] = len(out["shapes"])
+                out["shapes"].append((acc.allocation, h.astype(np.int64)))
+            out["kernel"].append(ki)
+            out["shape"].append(seen[key])
+            out["passes"].append(float(acc.passes))
+        sizes = np.array([e.size for e in ents], dtype=np.int64)
+        which, entry = np.empty(int(sizes.sum()), np.int32), np.empty(int(sizes.sum()), np.int64)
+        if sizes.sum():
+            caches.merge(np.concatenate(ents), sizes, np.array([col[a.allocation] for a in k.accesses]), which, entry)
+        del ents
+        lines = first_line[which] + entry // per_line
+        keep = np.ones(lines.size, bool)
+        keep[1:] = lines[1:] != lines[:-1]
+        out["lines"].append(lines[keep])
+        out["line_repeats"].append(int(lines.size - keep.sum()))
+        out["accesses"].append(int(lines.size))
+        for p in UM_PAGES:
+            out["pages"][p].append(caches.page_sequence(which, entry, np.array([which.size]), first_page[p],
+                                                        ENTRY_BYTES, p))
+    out["line_bounds"] = np.cumsum([x.size for x in out["lines"]], dtype=np.int64)
+    out["lines"] = np.concatenate(out["lines"]) if out["lines"] else np.zeros(0, np.int64)
+    out["pages"] = {p: np.concatenate(v) if v else np.zeros(0, np.int64) for p, v in out["pages"].items()}
+    out["n_pages"] = {p: int(f[-1]) for p, f in first_page.items()}
+    for k, dtype in (("kernel", np.int64), ("shape", np.int64), ("passes", float), ("line_repeats", np.int64),
+                     ("accesses", np.int64)):
+        out[k] = np.array(out[k], dtype=dtype)
+    return out
 
 
 def _share(target: Any, region: int | None, n: int) -> np.ndarray:
@@ -304,14 +343,12 @@ def _slice(raw: bytes, offset: int, length: int, name: str) -> np.ndarray:
     return np.frombuffer(raw, np.uint8, length, offset)
 
 
-def _page_distances(ws: Workset, page: int) -> np.ndarray:
+def _distances(one: np.ndarray, n_pages: int) -> np.ndarray:
     """The second iteration's page accesses per LRU stack distance (:func:`buddylib.timing.model.um_slowdown`'s
-    sequence: allocations start on page boundaries, the iteration replayed twice)."""
-    first = np.cumsum([0] + [-(-a.nbytes // page) for a in ws.last.allocations], dtype=np.int64)
-    one = caches.page_sequence(*ws.merged(), first, ENTRY_BYTES, page)
+    sequence: allocations start on page boundaries, the iteration ``one`` replayed twice)."""
     seq = np.concatenate([one, one])
-    d = _stack_distances(readonly(seq), int(first[-1]) + 1, one.size)
-    return np.bincount(d, minlength=int(first[-1]) + 1).astype(np.int64)
+    d = _stack_distances(readonly(seq), n_pages + 1, one.size)
+    return np.bincount(d, minlength=n_pages + 1).astype(np.int64)
 
 
 @nb.njit(cache=True)
