@@ -57,19 +57,26 @@ def as_snapshots(data: Any) -> list[Snapshot]:
 
 
 def _hist_of_bytes(flat: np.ndarray, compressors: Sequence[str], zero_flag: bool,
-                   weights: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
-    """(compressors, 2, 5): entry counts and access-weighted counts per sector value.
+                   weights: np.ndarray | None = None, threads: int | None = None,
+                   region: int | None = None) -> np.ndarray:
+    """(compressors, 2, 5): entry counts and access-weighted counts per sector value; with ``region`` the same
+    per aligned region of the chunk (it starts on one): ``(regions, compressors, 2, 5)``.
 
     ``threads``: numba threads for this call (a dask worker's share), restored after it.
     """
     entries = as_entries(flat)
-    out = np.zeros((len(compressors), 2, SECTORS_PER_ENTRY + 1))
+    n = 1 if region is None else -(-entries.shape[0] // (region // ENTRY_BYTES))
+    out = np.zeros((n, len(compressors), 2, SECTORS_PER_ENTRY + 1))
     with numba_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)) if threads else None):
         for i, name in enumerate(compressors):
             s = get_compressor(name).sectors(entries, zero_flag=zero_flag)
-            out[i, 0] = layout.sector_histogram(s)
-            out[i, 1] = out[i, 0] if weights is None else layout.sector_histogram(s, weights)
-    return out
+            if region is None:
+                out[0, i, 0] = layout.sector_histogram(s)
+                out[0, i, 1] = out[0, i, 0] if weights is None else layout.sector_histogram(s, weights)
+            else:
+                out[:, i, 0] = regions.histograms(s, region)
+                out[:, i, 1] = out[:, i, 0] if weights is None else regions.histograms(s, region, weights)
+    return out if region is not None else out[0]
 
 
 def _hist_of_sectors(sectors: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
@@ -78,10 +85,10 @@ def _hist_of_sectors(sectors: np.ndarray, weights: np.ndarray | None) -> np.ndar
 
 
 def _hist_of_file_range(path: str, offset: int, length: int, compressors: Sequence[str], zero_flag: bool,
-                        weights: np.ndarray | None, threads: int | None) -> np.ndarray:
+                        weights: np.ndarray | None, threads: int | None, region: int | None = None) -> np.ndarray:
     """Histogram of ``length`` bytes at ``offset`` of ``path``, read by whoever runs it."""
     flat = np.memmap(path, dtype=np.uint8, mode="r", offset=offset, shape=(length,))
-    return _hist_of_bytes(flat, compressors, zero_flag, weights, threads)
+    return _hist_of_bytes(flat, compressors, zero_flag, weights, threads, region)
 
 
 def _chunks(nbytes: int, chunk_bytes: int) -> list[tuple[int, int]]:
@@ -128,7 +135,7 @@ def sector_histograms(snapshots: Sequence[Snapshot], compressors: Sequence[str] 
                 raise ValueError(f"allocation {alloc.name!r} has no bytes and no sectors for "
                                  f"{', '.join(c for c in compressors if c not in have)}")
             if client is not None or _is_dask(alloc.data):
-                jobs.extend(((si, ai), t) for t in _dask_tasks(alloc, compressors, zero_flag, w, chunk_bytes,
+                jobs.extend(((si, ai), t) for _, t in _dask_tasks(alloc, compressors, zero_flag, w, chunk_bytes,
                                                                worker_threads if client is not None else None))
                 continue
             flat = _as_byte_array(alloc.data, alloc.name)
@@ -158,29 +165,31 @@ def _is_dask(x: Any) -> bool:
 
 
 def _dask_tasks(alloc: Allocation, compressors: Sequence[str], zero_flag: bool, w: np.ndarray | None,
-                chunk_bytes: int, threads: int | None) -> list[Any]:
+                chunk_bytes: int, threads: int | None, region: int | None = None) -> list[tuple[int, Any]]:
+    """One dask task per chunk of ``alloc`` (whole regions of ``region`` bytes each, where given), with the
+    chunk's first byte: ``[(offset, task)]``."""
     import dask
 
     hist = dask.delayed(_hist_of_bytes, pure=True)
     if alloc.source is not None:
         path, offset = alloc.source
         from_file = dask.delayed(_hist_of_file_range, pure=True)
-        return [from_file(path, offset + lo, hi - lo, tuple(compressors), zero_flag, _weights_slice(w, lo, hi),
-                          threads) for lo, hi in _chunks(alloc.nbytes, chunk_bytes)]
+        return [(lo, from_file(path, offset + lo, hi - lo, tuple(compressors), zero_flag, _weights_slice(w, lo, hi),
+                               threads, region)) for lo, hi in _chunks(alloc.nbytes, chunk_bytes)]
     if _is_dask(alloc.data):
         x = alloc.data.reshape(-1)
-        per = int(np.lcm(x.dtype.itemsize, ENTRY_BYTES)) // x.dtype.itemsize
+        per = int(np.lcm(x.dtype.itemsize, region or ENTRY_BYTES)) // x.dtype.itemsize
         elems = max(per, chunk_bytes // x.dtype.itemsize // per * per)
         blocks = x.rechunk(elems).to_delayed().ravel()
         out, lo = [], 0
         for b, n in zip(blocks, x.rechunk(elems).chunks[0], strict=True):
             hi = lo + n * x.dtype.itemsize
-            out.append(hist(dask.delayed(_as_bytes_task)(b), tuple(compressors), zero_flag,
-                            _weights_slice(w, lo, hi), threads))
+            out.append((lo, hist(dask.delayed(_as_bytes_task)(b), tuple(compressors), zero_flag,
+                                 _weights_slice(w, lo, hi), threads, region)))
             lo = hi
         return out
     flat = _as_byte_array(alloc.data, alloc.name)
-    return [hist(flat[lo:hi], tuple(compressors), zero_flag, _weights_slice(w, lo, hi), threads)
+    return [(lo, hist(flat[lo:hi], tuple(compressors), zero_flag, _weights_slice(w, lo, hi), threads, region))
             for lo, hi in _chunks(alloc.nbytes, chunk_bytes)]
 
 
@@ -269,23 +278,30 @@ def analyze(data: Any, compressors: Sequence[str] = DEFAULT_COMPRESSORS,
     snapshots = as_snapshots(data)
     if not any(s.allocations for s in snapshots):
         raise ValueError("nothing to analyse: the snapshots hold no allocations")
-    if size is not None and client is not None:
-        raise ValueError(f"region {regions.label(size)}: targets per region are analysed here, serially, not on dask")
     if size is None:
         hist = sector_histograms(snapshots, compressors, zero_flag, access, client, chunk_bytes, progress,
                                  worker_threads)
         return summarize(hist, snapshots, thresholds, targets, policy, zero_flag)
-    per_region = region_histograms(snapshots, compressors, size, zero_flag, access, progress)
-    hist = _total_of_regions(per_region, compressors)
+    # targets per region for the layout's compressor (the first) alone: the others' per-region arrays would hold
+    # (regions x 10) numbers each and decide nothing shown (their ideal ratios need only their histograms)
+    per_region = region_histograms(snapshots, compressors[:1], size, zero_flag, access, progress, client,
+                                   max(chunk_bytes, size), worker_threads)
+    hist = _total_of_regions(per_region, compressors[:1])
+    if len(compressors) > 1:
+        rest = sector_histograms(snapshots, compressors[1:], zero_flag, access, client, chunk_bytes, progress,
+                                 worker_threads)
+        hist = xr.concat([hist, rest], "compressor")
     return summarize(hist, snapshots, thresholds, targets, policy, zero_flag, (size, rule, per_region))
 
 
 def region_histograms(snapshots: Sequence[Snapshot], compressors: Sequence[str], region: int,
                       zero_flag: bool = True, access: Mapping[str, np.ndarray] | None = None,
-                      progress: bool | None = None) -> dict[str, np.ndarray]:
+                      progress: bool | None = None, client: Any = None, chunk_bytes: int = CHUNK_BYTES,
+                      worker_threads: int = 1) -> dict[str, np.ndarray]:
     """Entries per sector count in each aligned ``region``-byte region of every allocation:
     ``{name: [snapshot, region, compressor, weighting, 5]}`` (zeros where a snapshot lacks the allocation or
-    its region), weighting as in :func:`sector_histograms`. Serial, chunk by chunk."""
+    its region), weighting as in :func:`sector_histograms`. Chunk by chunk (whole regions each); with ``client``
+    (a ``dask.distributed.Client``) or dask-array data, the chunks to compress run as dask tasks."""
     compressors = check_compressors(compressors)
     names = _allocation_names(snapshots)
     per = region // ENTRY_BYTES
@@ -294,28 +310,37 @@ def region_histograms(snapshots: Sequence[Snapshot], compressors: Sequence[str],
     access = dict(access or {})
     total = sum(a.nbytes for s in snapshots for a in s.allocations)
     show = progress if progress is not None else total >= 256 * MiB
-    step = max(CHUNK_BYTES, region) // region * region
-    with tqdm(total=total, unit="B", unit_scale=True, desc="compress", disable=not show) as bar:
+    step = max(chunk_bytes, region) // region * region
+    jobs: list[tuple[tuple[str, int, int], Any]] = []  # (name, snapshot, first region) -> a task
+    with tqdm(total=total, unit="B", unit_scale=True, desc="compress", disable=not show or client is not None) as bar:
         for si, snap in enumerate(snapshots):
             for alloc in snap.allocations:
                 w = _check_weights(alloc, access.get(alloc.name))
-                flat = None
+                known = all(c in alloc.sectors for c in compressors)
+                if not known and alloc.data is None:
+                    raise ValueError(f"allocation {alloc.name!r} has no bytes and no sectors for "
+                                     f"{', '.join(c for c in compressors if c not in alloc.sectors)}")
+                if not known and (client is not None or _is_dask(alloc.data)):
+                    jobs.extend(((alloc.name, si, lo // region), t) for lo, t in _dask_tasks(
+                        alloc, compressors, zero_flag, w, step, worker_threads if client else None, region))
+                    continue
+                flat = None if known else _as_byte_array(alloc.data, alloc.name)
                 for lo, hi in _chunks(alloc.nbytes, step):
                     first, last = lo // ENTRY_BYTES, -(-hi // ENTRY_BYTES)
-                    for ci, c in enumerate(compressors):
-                        if c in alloc.sectors:
-                            s = np.asarray(alloc.sectors[c][first:last])
-                        else:
-                            if alloc.data is None:
-                                raise ValueError(f"allocation {alloc.name!r} has no bytes and no {c} sectors")
-                            flat = _as_byte_array(alloc.data, alloc.name) if flat is None else flat
-                            s = get_compressor(c).sectors(as_entries(flat[lo:hi]), zero_flag=zero_flag)
-                        r0 = first // per
-                        counts = regions.histograms(s, region)
-                        weights = counts if w is None else regions.histograms(s, region, w[first:last])
-                        out[alloc.name][si, r0:r0 + counts.shape[0], ci, 0] += counts
-                        out[alloc.name][si, r0:r0 + counts.shape[0], ci, 1] += weights
+                    if known:
+                        h = np.stack([np.stack([regions.histograms(alloc.sectors[c][first:last], region),
+                                                regions.histograms(alloc.sectors[c][first:last], region,
+                                                                   None if w is None else w[first:last])], 1)
+                                      for c in compressors], 1)
+                    else:
+                        h = _hist_of_bytes(flat[lo:hi], compressors, zero_flag, _weights_slice(w, lo, hi),
+                                           region=region)
+                    out[alloc.name][si, first // per:first // per + h.shape[0]] += h
                     bar.update(hi - lo)
+    if jobs:
+        for (name, si, r0), h in zip((k for k, _ in jobs), _run_dask([t for _, t in jobs], client, progress),
+                                     strict=True):
+            out[name][si, r0:r0 + h.shape[0]] += h
     return out
 
 
@@ -384,8 +409,8 @@ def summarize(hist: xr.DataArray, snapshots: Sequence[Snapshot], thresholds: np.
         place |= _region_placement(by_region, counts, n_entries, thresholds, targets, policy)
     chosen = place["chosen_target"]
     # the layout's bytes per allocation at its chosen target; none where the allocation is absent
-    device = xr.apply_ufunc(layout.device_bytes, n_entries, chosen).fillna(0)
-    buddy = xr.apply_ufunc(layout.buddy_bytes, n_entries, chosen).fillna(0)
+    device = xr.apply_ufunc(layout.device_bytes, n_entries, chosen).where(n_entries > 0, 0)
+    buddy = xr.apply_ufunc(layout.buddy_bytes, n_entries, chosen).where(n_entries > 0, 0)
     size, rule = (by_region[0], by_region[1]) if by_region is not None else (None, "")
     entries0 = n_entries.isel(compressor=0, drop=True)
     metadata = (xr.apply_ufunc(layout.metadata_bytes, entries0)
@@ -410,18 +435,21 @@ def summarize(hist: xr.DataArray, snapshots: Sequence[Snapshot], thresholds: np.
                              "bytes actually stored in buddy memory (overflowing sectors)"),
         "metadata_bytes": (metadata, "bytes", "device memory for 4-bit per-entry metadata (and, with targets "
                            "per region, each region's target)"),
-        "effective_ratio": (_ratio(total_bytes, device.sum("allocation") + metadata.sum("allocation")), "1",
+        "effective_ratio": (_ratio(total_bytes, device.sum("allocation", skipna=False) + metadata.sum("allocation")),
+                            "1",
                             "capacity expansion: bytes / (device bytes + metadata bytes)"),
         "tiered_bytes": (place["tiered_entries"] * ENTRY_BYTES, "bytes",
                          "bytes of the entries that keep more of their code in buddy memory than on the device: "
                          "buddy memory as a tier, not compression"),
-        "effective_ratio_untiered": (_ratio(total_bytes, device.sum("allocation") + metadata.sum("allocation")
-                                            + place["tiered_buddy_bytes"].sum("allocation")), "1",
+        "effective_ratio_untiered": (_ratio(total_bytes, device.sum("allocation", skipna=False)
+                                            + metadata.sum("allocation")
+                                            + place["tiered_buddy_bytes"].sum("allocation", skipna=False)), "1",
                                      "the effective ratio with the buddy bytes of tiered entries counted as device "
                                      "bytes: what compression alone gives"),
         "ideal_ratio_total": (_ratio(total_bytes, stored.sum("allocation")), "1",
                               "snapshot bytes / (32 B x all sectors)"),
-        "buddy_access_fraction": (_ratio(place["overflow_accesses"].sum("allocation"), accesses.sum("allocation")),
+        "buddy_access_fraction": (_ratio(place["overflow_accesses"].sum("allocation", skipna=False),
+                                         accesses.sum("allocation")),
                                   "1", "share of accesses (of entries, without an access profile) that hit "
                                   "overflowing entries"),
     }
@@ -476,9 +504,10 @@ def _region_placement(by_region: tuple[int, str, Mapping[str, np.ndarray]], coun
     names = [str(n) for n in counts.allocation.values]
     dims = (*counts.dims[:-1], "threshold")
     shape = (*counts.shape[:-1], len(thresholds))
-    out = {k: np.zeros(shape) for k in ("device_bytes", "overflow_entries", "overflow_accesses", "buddy_bytes_used",
-                                        "tiered_entries", "tiered_buddy_bytes")}
-    for ci in range(counts.sizes["compressor"]):
+    # the compressors with per-region histograms (analyze keeps them for the layout's alone): NaN for the others
+    out = {k: np.full(shape, np.nan) for k in ("device_bytes", "overflow_entries", "overflow_accesses",
+                                               "buddy_bytes_used", "tiered_entries", "tiered_buddy_bytes")}
+    for ci in range(next(iter(per_region.values())).shape[2] if per_region else 0):
         got = regions.placement({n: per_region[n][:, :, ci, 0] for n in names},
                                 {n: per_region[n][:, :, ci, 1] for n in names}, names, thresholds, targets,
                                 policy, rule)
@@ -491,9 +520,9 @@ def _region_placement(by_region: tuple[int, str, Mapping[str, np.ndarray]], coun
 
 
 def _ratio(num: xr.DataArray, den: xr.DataArray) -> xr.DataArray:
-    """num / den; inf where only den is 0 (all-zero data), NaN where both are (absent)."""
+    """num / den; inf where only den is 0 (all-zero data), NaN where both are (absent) or den is unknown."""
     out = (num / den.where(den > 0)).astype(float)
-    return out.where((den > 0) | (num == 0), np.inf)
+    return out.where((den > 0) | (num == 0) | den.isnull(), np.inf)
 
 
 def _add_references(ds: xr.Dataset, snapshots: Sequence[Snapshot], names: list[str], snapshot_ids: np.ndarray,

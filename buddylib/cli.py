@@ -120,8 +120,6 @@ def _analyze(args: argparse.Namespace) -> int:
     if args.compressor is not None:
         analysis.check_compressors(args.compressor)
     region = regions.region_bytes(args.region)
-    if region is not None and args.scheduler:
-        raise ValueError("--region: targets per region are analysed here, serially; drop --scheduler")
     out = Path(args.out) if args.out else None
     if out is not None:
         _check_out(out, [Path(p) for p in args.paths])

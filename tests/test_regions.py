@@ -181,3 +181,20 @@ def test_a_saved_run_through_buddy_analyze_times_its_region_targets(capsys) -> N
     ws = model.Workset.load(run)
     want = model.slowdown(ws, bandwidth_credit=False, region="64KiB", rule="traffic")["slowdown"]
     assert got["slowdown"] == pytest.approx(want, rel=1e-12) and got["rule"] == "traffic"
+
+
+def test_targets_per_region_on_dask_and_for_the_layouts_compressor_alone() -> None:
+    """Per-region histograms are kept for the layout's compressor (the first) only, chunk by chunk on dask as in
+    memory: the same numbers; the other compressors keep their ideal ratios, and no region layout (NaN)."""
+    da = pytest.importorskip("dask.array")
+    rng = np.random.default_rng(1)
+    x = np.concatenate([np.zeros(1 << 18, np.uint8), rng.integers(0, 256, 1 << 18).astype(np.uint8),
+                        np.arange(1 << 16, dtype=np.uint32).view(np.uint8)])
+    plain = analyze({"x": x}, ["bpc32", "zvc"], region="4KiB", chunk_bytes=1 << 16)
+    lazy = analyze({"x": da.from_array(x, chunks=100_000)}, ["bpc32", "zvc"], region="4KiB", chunk_bytes=1 << 16)
+    for v in ("effective_ratio", "ideal_ratio", "chosen_target", "tiered_bytes", "sector_count"):
+        assert plain[v].equals(lazy[v]), v
+    alone = analyze({"x": x}, ["bpc32"], region="4KiB")
+    assert plain.effective_ratio.sel(compressor="bpc32").equals(alone.effective_ratio.sel(compressor="bpc32"))
+    assert bool(plain.effective_ratio.sel(compressor="zvc").isnull().all())
+    assert bool(plain.ideal_ratio.sel(compressor="zvc").notnull().all())
