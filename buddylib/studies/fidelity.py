@@ -177,7 +177,10 @@ def paper_scale(names: Sequence[str] = PAPER_NETWORKS, seed: int = 0, data: str 
                                           "(data/summaries/dl, buddy summaries --check)")
     if scale == "paper":
         cfg = {n: workloads.get(n).PAPER for n in ds.workload.values}
-        ds["batch"] = ("workload", [cfg[n]["batch"] for n in ds.workload.values], {"units": "samples"})
+        # this checkout's batch is the run's only where this checkout's code made it (NaN: older code, unknown)
+        now = {n: bool(ds.code_current.sel(workload=n)) for n in ds.workload.values}
+        ds["batch"] = ("workload", [cfg[n]["batch"] if now[n] else np.nan for n in ds.workload.values],
+                       {"units": "samples"})
         ds["recipe_batch"] = ("workload", [cfg[n]["recipe"] or 0 for n in ds.workload.values],
                               {"units": "samples", "description": "the batch one GPU holds in the original recipe "
                                                                  "(0: none stated)"})
