@@ -68,8 +68,22 @@ def test_a_damaged_block_is_refused() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.integers(0, 11), min_size=1, max_size=60), st.integers(1, 13))
-def test_stack_distances_give_lrus_faults_at_every_capacity(one: list[int], capacity: int) -> None:
+@given(st.lists(st.integers(0, 11), min_size=1, max_size=60), st.integers(1, 13), st.integers(0, 60))
+def test_stack_distances_in_parts_give_lrus_faults_at_every_capacity(one: list[int], capacity: int, cut: int) -> None:
     seq = np.array(one + one, np.int64)
-    d = accesses._stack_distances(seq, 12, len(one))
-    assert int((d >= capacity).sum()) == caches.page_faults(seq, capacity, warm_start=len(one))
+    sd = caches.StackDistances(12)
+    sd.run(seq[:len(one)], count=False)
+    sd.run(seq[len(one):len(one) + cut])  # fed in two parts, the window renumbered on the way
+    sd.run(seq[len(one) + cut:])
+    assert int(sd.hist[capacity:].sum()) == caches.page_faults(seq, capacity, warm_start=len(one))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 300), min_size=1, max_size=400), st.integers(0, 400))
+def test_an_lru_fed_in_parts_gives_the_replays_hits(lines: list[int], cut: int) -> None:
+    seq = np.array(lines, np.int64)
+    want = caches.metadata_hits(np.zeros(seq.size, np.int32), seq, np.zeros(1, np.int64), 1, [cut, seq.size],
+                                1024, 32, 4)  # twice, the second counted
+    lru = caches.LineLRU(1024, 32, 4)
+    lru.run(seq)
+    assert [lru.run(seq[:cut]), lru.run(seq[cut:])] == [int(want[0]), int(want[1])]

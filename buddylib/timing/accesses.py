@@ -34,13 +34,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numba as nb
 import numpy as np
 import xarray as xr
 import zstandard
 
 from buddylib import layout, regions
-from buddylib.compressors.abc import readonly
 from buddylib.entries import ENTRY_BYTES, SECTOR_BYTES, SECTORS_PER_ENTRY
 from buddylib.snapshot import Snapshot
 from buddylib.timing import caches
@@ -100,17 +98,11 @@ class Accesses:
         counts = sector_histograms(ws.snapshots, [ws.compressor], progress=False).sel(weighting="entries",
                                                                                        drop=True)
         walk = _walk(ws, params)
-        misses = {}
-        for c in METADATA_CACHES:
-            p = Params(**{**params.__dict__, "metadata_cache_bytes": c})
-            hits = caches.metadata_hits(np.zeros(walk["lines"].size, np.int32), walk["lines"], np.zeros(1, np.int64), 1,
-                                        walk["line_bounds"], c, p.metadata_line_bytes, p.metadata_ways)
-            hits = hits + walk["line_repeats"]  # a run of one line: hits that change nothing
-            misses[(c, p.metadata_ways, p.metadata_line_bytes)] = (walk["accesses"] - hits).astype(float)
+        misses = {(c, params.metadata_ways, params.metadata_line_bytes): (walk["accesses"] - h).astype(float)
+                  for c, h in walk["hits"].items()}
         return cls(ws.name, ws.compressor, list(ws.snapshots), counts, per_region,
                    np.array([k.flops for k in ws.profile.kernels], float), walk["shapes"], walk["kernel"],
-                   walk["shape"], walk["passes"], int(walk["accesses"].sum()), misses,
-                   {p: _distances(walk["pages"][p], walk["n_pages"][p]) for p in UM_PAGES})
+                   walk["shape"], walk["passes"], int(walk["accesses"].sum()), misses, walk["distances"])
 
     # -----------------------------------------------------------------------------------
     # what the timing model asks of it (as of a Workset)
@@ -236,11 +228,13 @@ def decode(block: Mapping[str, Any], blob: bytes, name: str, snapshots: list[Sna
 
 
 def _walk(ws: Workset, params: Params) -> dict[str, Any]:
-    """One pass over the iteration, a kernel at a time (a gigabyte run's access streams together would not fit in
-    memory): per access the 4 KiB regions' counts of the entries it touches (shared by accesses touching the same
-    entries) and the terms; per kernel, in the order its accesses happen side by side (:meth:`Workset.merged`), the
-    metadata lines read, a run of one line kept once (the cache's last line again is a hit that changes nothing:
-    counted in ``line_repeats``), and the pages touched (:func:`buddylib.timing.caches.page_sequence`)."""
+    """The iteration walked a kernel at a time, twice (the metadata cache and Unified Memory are replayed warm,
+    as :func:`buddylib.timing.model._metadata_misses` and ``um_slowdown`` do; the second walk is counted), never
+    holding a gigabyte run's access streams or their order whole: per access of the second walk the 4 KiB
+    regions' counts of the entries it touches (shared by accesses touching the same entries) and the terms; per
+    kernel, in the order its accesses happen side by side (:meth:`Workset.merged`), the metadata cache's hits (a
+    run of one line fed once: the cache's last line again is a hit that changes nothing) at every size kept, and
+    the pages it touches fed to Unified Memory's stack distances."""
     from buddylib.timing.model import _entries
 
     allocs = {a.name: a for a in ws.last.allocations}
@@ -249,50 +243,59 @@ def _walk(ws: Workset, params: Params) -> dict[str, Any]:
     per_line = params.entries_per_metadata_line
     first_line = np.cumsum([0] + [-(-a.n_entries // per_line) for a in allocs.values()], dtype=np.int64)
     first_page = {p: np.cumsum([0] + [-(-a.nbytes // p) for a in allocs.values()], dtype=np.int64) for p in UM_PAGES}
-    per = REGION_BYTES // ENTRY_BYTES
-    rng = np.random.default_rng(0)  # the draws of Workset.streams, in its order
-    out: dict[str, Any] = {"shapes": [], "kernel": [], "shape": [], "passes": [], "lines": [], "line_bounds": [],
-                           "line_repeats": [], "accesses": [], "pages": {p: [] for p in UM_PAGES}}
+    lrus = {c: caches.LineLRU(c, params.metadata_line_bytes, params.metadata_ways) for c in METADATA_CACHES}
+    stacks = {p: caches.StackDistances(int(f[-1])) for p, f in first_page.items()}
+    n_kernels = len(ws.profile.kernels)
+    out: dict[str, Any] = {"shapes": [], "kernel": [], "shape": [], "passes": [],
+                           "hits": {c: np.zeros(n_kernels, np.int64) for c in METADATA_CACHES},
+                           "accesses": np.zeros(n_kernels, np.int64)}
     seen: dict[tuple, int] = {}
-    for ki, k in enumerate(ws.profile.kernels):
-        ents = []
-        for ai, acc in enumerate(k.accesses):
-            ent = _entries(acc, allocs[acc.allocation], allocs, ws.index_arrays, rng)
-            ents.append(ent)
-            key = (acc.allocation, acc.pattern, acc.fraction, acc.stride, acc.index, acc.row)
-            if acc.pattern == "random":  # drawn afresh for each access
-                key = (*key, ki, ai)
-            if key not in seen:
-                s = sectors[acc.allocation]
-                n = -(-s.size // per)
-                h = np.bincount(ent // per * _BINS + s[ent], minlength=n * _BINS).reshape(n, _BINS)
-                seen[key] = len(out["shapes"])
-                out["shapes"].append((acc.allocation, h.astype(np.int64)))
-            out["kernel"].append(ki)
-            out["shape"].append(seen[key])
-            out["passes"].append(float(acc.passes))
-        sizes = np.array([e.size for e in ents], dtype=np.int64)
-        which, entry = np.empty(int(sizes.sum()), np.int32), np.empty(int(sizes.sum()), np.int64)
-        if sizes.sum():
-            caches.merge(np.concatenate(ents), sizes, np.array([col[a.allocation] for a in k.accesses]), which, entry)
-        del ents
-        lines = first_line[which] + entry // per_line
-        keep = np.ones(lines.size, bool)
-        keep[1:] = lines[1:] != lines[:-1]
-        out["lines"].append(lines[keep])
-        out["line_repeats"].append(int(lines.size - keep.sum()))
-        out["accesses"].append(int(lines.size))
-        for p in UM_PAGES:
-            out["pages"][p].append(caches.page_sequence(which, entry, np.array([which.size]), first_page[p],
-                                                        ENTRY_BYTES, p))
-    out["line_bounds"] = np.cumsum([x.size for x in out["lines"]], dtype=np.int64)
-    out["lines"] = np.concatenate(out["lines"]) if out["lines"] else np.zeros(0, np.int64)
-    out["pages"] = {p: np.concatenate(v) if v else np.zeros(0, np.int64) for p, v in out["pages"].items()}
-    out["n_pages"] = {p: int(f[-1]) for p, f in first_page.items()}
-    for k, dtype in (("kernel", np.int64), ("shape", np.int64), ("passes", float), ("line_repeats", np.int64),
-                     ("accesses", np.int64)):
-        out[k] = np.array(out[k], dtype=dtype)
+    for count in (False, True):
+        rng = np.random.default_rng(0)  # the draws of Workset.streams, in its order
+        for ki, k in enumerate(ws.profile.kernels):
+            ents = [_entries(acc, allocs[acc.allocation], allocs, ws.index_arrays, rng) for acc in k.accesses]
+            if count:
+                _shapes(ki, k, ents, sectors, seen, out)
+            sizes = np.array([e.size for e in ents], dtype=np.int64)
+            which, entry = np.empty(int(sizes.sum()), np.int32), np.empty(int(sizes.sum()), np.int64)
+            if sizes.sum():
+                caches.merge(np.concatenate(ents), sizes, np.array([col[a.allocation] for a in k.accesses]), which,
+                             entry)
+            del ents
+            lines = first_line[which] + entry // per_line
+            keep = np.ones(lines.size, bool)
+            keep[1:] = lines[1:] != lines[:-1]
+            for c, lru in lrus.items():
+                hits = lru.run(lines[keep]) + int(lines.size - keep.sum())
+                out["hits"][c][ki] += hits if count else 0
+            out["accesses"][ki] += lines.size if count else 0
+            del lines, keep
+            for p, st in stacks.items():
+                st.run(caches.page_sequence(which, entry, np.array([which.size]), first_page[p], ENTRY_BYTES, p), count)
+    out["distances"] = {p: st.hist for p, st in stacks.items()}
+    for key, dtype in (("kernel", np.int64), ("shape", np.int64), ("passes", float)):
+        out[key] = np.array(out[key], dtype=dtype)
     return out
+
+
+def _shapes(ki: int, kernel, ents: list[np.ndarray], sectors: dict[str, np.ndarray], seen: dict[tuple, int],
+            out: dict[str, Any]) -> None:
+    """Kernel ``ki``'s terms, and the 4 KiB regions' counts of the entries each access touches where no earlier
+    access touched the same ones (a gather through the same index at the same fraction)."""
+    per = REGION_BYTES // ENTRY_BYTES
+    for ai, (acc, ent) in enumerate(zip(kernel.accesses, ents, strict=True)):
+        key = (acc.allocation, acc.pattern, acc.fraction, acc.stride, acc.index, acc.row)
+        if acc.pattern == "random":  # drawn afresh for each access
+            key = (*key, ki, ai)
+        if key not in seen:
+            s = sectors[acc.allocation]
+            n = -(-s.size // per)
+            h = np.bincount(ent // per * _BINS + s[ent], minlength=n * _BINS).reshape(n, _BINS)
+            seen[key] = len(out["shapes"])
+            out["shapes"].append((acc.allocation, h.astype(np.int64)))
+        out["kernel"].append(ki)
+        out["shape"].append(seen[key])
+        out["passes"].append(float(acc.passes))
 
 
 def _share(target: Any, region: int | None, n: int) -> np.ndarray:
@@ -341,47 +344,3 @@ def _slice(raw: bytes, offset: int, length: int, name: str) -> np.ndarray:
     if offset < 0 or length < 0 or offset + length > len(raw):
         raise ValueError(f"{name}: an array of its accesses lies outside their {len(raw)} bytes")
     return np.frombuffer(raw, np.uint8, length, offset)
-
-
-def _distances(one: np.ndarray, n_pages: int) -> np.ndarray:
-    """The second iteration's page accesses per LRU stack distance (:func:`buddylib.timing.model.um_slowdown`'s
-    sequence: allocations start on page boundaries, the iteration ``one`` replayed twice)."""
-    seq = np.concatenate([one, one])
-    d = _stack_distances(readonly(seq), n_pages + 1, one.size)
-    return np.bincount(d, minlength=n_pages + 1).astype(np.int64)
-
-
-@nb.njit(cache=True)
-def _stack_distances(pages, n_pages, start):
-    """Per access from ``start`` on: the distinct other pages accessed since its page's previous access
-    (every page of the second iteration was accessed in the first), by a Fenwick tree over time marking each
-    page's latest access."""
-    n = pages.shape[0]
-    tree = np.zeros(n + 1, np.int64)
-    latest = np.full(n_pages, -1, np.int64)
-    out = np.zeros(n - start, np.int64)
-    for t in range(n):
-        p = pages[t]
-        prev = latest[p]
-        if prev >= 0:
-            if t >= start:
-                total = 0
-                i = t
-                while i > 0:
-                    total += tree[i]
-                    i -= i & -i
-                i = prev + 1
-                while i > 0:
-                    total -= tree[i]
-                    i -= i & -i
-                out[t - start] = total
-            i = prev + 1
-            while i <= n:
-                tree[i] -= 1
-                i += i & -i
-        i = t + 1
-        while i <= n:
-            tree[i] += 1
-            i += i & -i
-        latest[p] = t
-    return out

@@ -242,3 +242,115 @@ def page_sequence(which: np.ndarray, entry: np.ndarray, bounds: np.ndarray, firs
                           readonly(np.ascontiguousarray(entry, dtype=np.int64)),
                           readonly(np.ascontiguousarray(first, dtype=np.int64)), int(entry_bytes), int(page_bytes),
                           _shift(int(page_bytes)), readonly(np.ascontiguousarray(bounds, dtype=np.int64)))
+
+
+# ---------------------------------------------------------------------------------------
+# the same replays in parts, their state kept between them: an iteration walked a kernel at a time, never held whole
+# ---------------------------------------------------------------------------------------
+
+
+@nb.njit(cache=True)
+def _lru_part(lines, tags, stamp, mru, clock):
+    """:func:`_set_assoc_lru`'s replay of ``lines``, continued from its state (``clock[0]``): the hits."""
+    n_sets, ways = tags.shape
+    mask = n_sets - 1 if n_sets & (n_sets - 1) == 0 else -1
+    hits = 0
+    for t in range(lines.shape[0]):
+        clock[0] += 1
+        line = lines[t]
+        s = line & mask if mask >= 0 else line % n_sets
+        if mru[s] == line:
+            hits += 1
+            continue
+        mru[s] = line
+        victim = 0
+        oldest = stamp[s, 0]
+        hit = False
+        for w in range(ways):
+            if tags[s, w] == line:
+                stamp[s, w] = clock[0]
+                hits += 1
+                hit = True
+                break
+            if stamp[s, w] < oldest:
+                oldest = stamp[s, w]
+                victim = w
+        if not hit:
+            tags[s, victim] = line
+            stamp[s, victim] = clock[0]
+    return hits
+
+
+class LineLRU:
+    """An LRU set-associative cache (:func:`metadata_hits`' geometry and policy) fed its lines in parts."""
+
+    def __init__(self, size_bytes: int, line_bytes: int, ways: int) -> None:
+        n_sets = _geometry(size_bytes, line_bytes, ways)
+        self.tags = np.full((n_sets, ways), -1, dtype=np.int64)
+        self.stamp = np.zeros((n_sets, ways), dtype=np.int64)
+        self.mru = np.full(n_sets, -1, dtype=np.int64)
+        self.clock = np.zeros(1, dtype=np.int64)
+
+    def run(self, lines: np.ndarray) -> int:
+        """Hits among ``lines``, read after every line fed before."""
+        return int(_lru_part(readonly(np.ascontiguousarray(lines, dtype=np.int64)), self.tags, self.stamp, self.mru,
+                             self.clock))
+
+
+@nb.njit(cache=True)
+def _fenwick_add(tree, i, v):
+    while i < tree.shape[0]:
+        tree[i] += v
+        i += i & -i
+
+
+@nb.njit(cache=True)
+def _fenwick_sum(tree, i):
+    total = 0
+    while i > 0:
+        total += tree[i]
+        i -= i & -i
+    return total
+
+
+@nb.njit(cache=True)
+def _stack_part(pages, latest, tree, now, hist, count):
+    """LRU stack distances of ``pages`` (other pages touched since the page's last access; ``hist``'s last bin for
+    a first touch), counted into ``hist`` where ``count``; the state: each page's latest time (-1: never) and a
+    Fenwick tree over a window of times marking the latest ones, renumbered when the window fills."""
+    width = tree.shape[0] - 1
+    for t in range(pages.shape[0]):
+        if now[0] == width:  # renumber the live marks 0.. in time order: at most one per page
+            live = np.flatnonzero(latest >= 0)
+            order = live[np.argsort(latest[live])]
+            tree[:] = 0
+            for i in range(order.shape[0]):
+                latest[order[i]] = i
+                _fenwick_add(tree, i + 1, 1)
+            now[0] = order.shape[0]
+        p = pages[t]
+        prev = latest[p]
+        if prev >= 0:
+            if count:
+                hist[_fenwick_sum(tree, now[0]) - _fenwick_sum(tree, prev + 1)] += 1
+            _fenwick_add(tree, prev + 1, -1)
+        elif count:
+            hist[hist.shape[0] - 1] += 1
+        _fenwick_add(tree, now[0] + 1, 1)
+        latest[p] = now[0]
+        now[0] += 1
+
+
+class StackDistances:
+    """LRU stack distances of a page sequence fed in parts: accesses per distance, the last bin for first
+    touches; an LRU holding ``C`` pages faults on exactly those at distance ``C`` or more."""
+
+    def __init__(self, n_pages: int) -> None:
+        self.latest = np.full(max(1, n_pages), -1, dtype=np.int64)
+        self.tree = np.zeros(2 * max(1, n_pages) + 2, dtype=np.int64)
+        self.now = np.zeros(1, dtype=np.int64)
+        self.hist = np.zeros(max(1, n_pages) + 1, dtype=np.int64)
+
+    def run(self, pages: np.ndarray, count: bool = True) -> None:
+        _stack_part(readonly(np.ascontiguousarray(pages, dtype=np.int64)), self.latest, self.tree, self.now,
+                    self.hist, bool(count))
