@@ -149,6 +149,19 @@ def _slowdowns(ws: Workset | Replay) -> xr.Dataset:
     return _grid(cell)
 
 
+def _checked_slowdowns(ws: Workset) -> xr.Dataset:
+    """:func:`_slowdowns` of a run by the per-entry replay, and how far the same from what its summary would keep
+    (:class:`~buddylib.timing.accesses.Accesses`, written and read back) lies from it: ``summary_error``,
+    percentage points (issue 51: within 0.1)."""
+    from buddylib.timing import accesses
+
+    acc = accesses.Accesses.from_workset(ws)
+    kept = accesses.decode(*acc.encode(), acc.name, acc.snapshots, acc.counts, acc.region_counts, acc.flops)
+    replayed = _slowdowns(ws)
+    error = 100 * abs(_slowdowns(kept).slowdown - replayed.slowdown)
+    return replayed.assign(summary_error=error)
+
+
 def measure(scale: str = "quick", seed: int = 0, data_dir: str | None = None, progress: bool = False,
             names: Sequence[str] | None = None) -> xr.Dataset:
     """The study: per workload (the HPC proxies, the paper's six networks; notebook 10's LLM tensor kinds,
@@ -162,7 +175,7 @@ def measure(scale: str = "quick", seed: int = 0, data_dir: str | None = None, pr
     todo = [(suite, n) for suite, ns in suites.items() for n in ns]
     for suite, n in tqdm(todo, desc="granularity", unit="workload", disable=not progress):
         path = workloads.cached_run(n, scale, seed, data)
-        run = xr.merge([_from_snapshots(snapshot.load(path)), _slowdowns(Workset.load(path, COMPRESSOR))])
+        run = xr.merge([_from_snapshots(snapshot.load(path)), _checked_slowdowns(Workset.load(path, COMPRESSOR))])
         pieces = [run.expand_dims(size=[str(scale)])]
         for at in SUMMARY_SCALES[suite] if scale != "quick" else ():
             kept = summaries.load(summaries.path(n, at, seed)) if summaries.path(n, at, seed).is_file() else {}
@@ -187,6 +200,8 @@ def measure(scale: str = "quick", seed: int = 0, data_dir: str | None = None, pr
              "overflow": ("1", "share of entries that overflow"),
              "buddy_access_fraction": ("1", "share of accesses (of entries) that reach buddy memory"),
              "footprint": ("bytes", "bytes of the final snapshot"),
+             "summary_error": ("percentage points", "|slowdown from the run's summary (its accesses per 4 KiB "
+                               "region) - the per-entry replay's|, runs only"),
              "tiered_bytes": ("bytes", "bytes of entries keeping more of their code in buddy memory than on the device "
                               "(buddy memory as a tier)"),
              "effective_ratio_untiered": ("1", "the effective ratio with the tiered entries' buddy bytes counted as "
