@@ -20,46 +20,57 @@ def _scaled(x, mul, div, shift):
 
 
 @nb.njit(cache=True)
+def _lru_span(which, entry, first, per_line, shift, lo, hi, tags, stamp, mru, clock):
+    """Reads ``lo..hi`` of the lines ``first[which[t]] + entry[t] // per_line`` from an LRU set-associative cache
+    (``tags``/``stamp`` per set and way, each set's most recently used line ``mru``, the time ``clock[0]``),
+    continuing from its state: the hits."""
+    n_sets, ways = tags.shape
+    mask = n_sets - 1 if n_sets & (n_sets - 1) == 0 else -1
+    hits = 0
+    for t in range(lo, hi):
+        clock[0] += 1
+        line = first[which[t]] + _scaled(entry[t], 1, per_line, shift)
+        s = line & mask if mask >= 0 else line % n_sets
+        if mru[s] == line:  # its set's last line again: a hit that leaves the set's LRU order as it is
+            hits += 1
+            continue
+        mru[s] = line
+        victim = 0
+        oldest = stamp[s, 0]
+        hit = False
+        for w in range(ways):
+            if tags[s, w] == line:
+                stamp[s, w] = clock[0]
+                hits += 1
+                hit = True
+                break
+            if stamp[s, w] < oldest:
+                oldest = stamp[s, w]
+                victim = w
+        if not hit:
+            tags[s, victim] = line
+            stamp[s, victim] = clock[0]
+    return hits
+
+
+@nb.njit(cache=True)
 def _set_assoc_lru(which, entry, first, per_line, shift, bounds, n_sets, ways, replays):
     """Hits per segment (segment i ends before bounds[i]) of the last of ``replays`` continuous LRU replays of
     the lines ``first[which[t]] + entry[t] // per_line``."""
     tags = np.full((n_sets, ways), -1, dtype=np.int64)
     stamp = np.zeros((n_sets, ways), dtype=np.int64)
-    mru = np.full(n_sets, -1, dtype=np.int64)  # each set's most recently used line
+    mru = np.full(n_sets, -1, dtype=np.int64)
+    clock = np.zeros(1, dtype=np.int64)
     hits = np.zeros(bounds.shape[0], dtype=np.int64)
-    mask = n_sets - 1 if n_sets & (n_sets - 1) == 0 else -1
     n = entry.shape[0]
-    clock = 0
     for r in range(replays):
-        count = r == replays - 1
-        seg = 0
-        for t in range(n):
-            while seg < bounds.shape[0] - 1 and t >= bounds[seg]:
-                seg += 1
-            clock += 1
-            line = first[which[t]] + _scaled(entry[t], 1, per_line, shift)
-            s = line & mask if mask >= 0 else line % n_sets
-            if mru[s] == line:  # its set's last line again: a hit that leaves the set's LRU order as it is
-                if count:
-                    hits[seg] += 1
-                continue
-            mru[s] = line
-            victim = 0
-            oldest = stamp[s, 0]
-            hit = False
-            for w in range(ways):
-                if tags[s, w] == line:
-                    stamp[s, w] = clock
-                    if count:
-                        hits[seg] += 1
-                    hit = True
-                    break
-                if stamp[s, w] < oldest:
-                    oldest = stamp[s, w]
-                    victim = w
-            if not hit:
-                tags[s, victim] = line
-                stamp[s, victim] = clock
+        lo = 0
+        for seg in range(bounds.shape[0]):
+            hi = n if seg == bounds.shape[0] - 1 else max(lo, min(n, bounds[seg]))
+            got = _lru_span(which, entry, first, per_line, shift, lo, hi, tags, stamp, mru, clock)
+            if r == replays - 1:
+                hits[seg] += got
+            lo = hi
     return hits
 
 
@@ -249,38 +260,6 @@ def page_sequence(which: np.ndarray, entry: np.ndarray, bounds: np.ndarray, firs
 # ---------------------------------------------------------------------------------------
 
 
-@nb.njit(cache=True)
-def _lru_part(lines, tags, stamp, mru, clock):
-    """:func:`_set_assoc_lru`'s replay of ``lines``, continued from its state (``clock[0]``): the hits."""
-    n_sets, ways = tags.shape
-    mask = n_sets - 1 if n_sets & (n_sets - 1) == 0 else -1
-    hits = 0
-    for t in range(lines.shape[0]):
-        clock[0] += 1
-        line = lines[t]
-        s = line & mask if mask >= 0 else line % n_sets
-        if mru[s] == line:
-            hits += 1
-            continue
-        mru[s] = line
-        victim = 0
-        oldest = stamp[s, 0]
-        hit = False
-        for w in range(ways):
-            if tags[s, w] == line:
-                stamp[s, w] = clock[0]
-                hits += 1
-                hit = True
-                break
-            if stamp[s, w] < oldest:
-                oldest = stamp[s, w]
-                victim = w
-        if not hit:
-            tags[s, victim] = line
-            stamp[s, victim] = clock[0]
-    return hits
-
-
 class LineLRU:
     """An LRU set-associative cache (:func:`metadata_hits`' geometry and policy) fed its lines in parts."""
 
@@ -293,8 +272,9 @@ class LineLRU:
 
     def run(self, lines: np.ndarray) -> int:
         """Hits among ``lines``, read after every line fed before."""
-        return int(_lru_part(readonly(np.ascontiguousarray(lines, dtype=np.int64)), self.tags, self.stamp, self.mru,
-                             self.clock))
+        lines = readonly(np.ascontiguousarray(lines, dtype=np.int64))
+        return int(_lru_span(readonly(np.zeros(lines.size, np.int32)), lines, readonly(np.zeros(1, np.int64)), 1, 0, 0,
+                             lines.size, self.tags, self.stamp, self.mru, self.clock))
 
 
 @nb.njit(cache=True)
