@@ -482,7 +482,8 @@ def scale_headline(suite: str, scale: str | float, names: Sequence[str] | None =
     names = [n for n in names if summaries.path(n, scale, seed).is_file()]
     if not names:
         return {}
-    ratios = experiments.final(summaries.workload_ratios(names, scale, seed, thresholds=[threshold]))
+    ratios = experiments.final(summaries.workload_ratios(names, scale, seed, thresholds=[threshold],
+                                                         compressors=[paper.HEADLINE["compressor"]]))
     eff = paper.headline(ratios.effective_ratio, threshold=threshold)
     slow = summaries.sensitivity(names, scale, seed, threshold=threshold, progress=progress)
     row: dict[str, object] = {"suite": suite, "size": summaries.scale_name(scale), "workloads": len(names),
