@@ -129,7 +129,7 @@ def smallest_keeping(ds: xr.Dataset, suite: str, threshold: float = 0.3, keep: f
     why."""
     size = str(ds.attrs["scale"]) if size is None else size
     w = ds.sel(size=size, threshold=threshold).where(ds.suite == suite, drop=True)
-    w = w.where(w.footprint.notnull(), drop=True)
+    w = _timed(w.where(w.footprint.notnull(), drop=True))
     kept = (w.effective_ratio.mean("workload") - 1) / (w.ideal_ratio.mean("workload") - 1)
     slow = w.slowdown.sel(bandwidth_credit=False).mean("workload")
     base = slow.sel(region="allocation")
@@ -146,6 +146,13 @@ def smallest_keeping(ds: xr.Dataset, suite: str, threshold: float = 0.3, keep: f
                          **{f"+slowdown, {regions.label(g)}": float((slow - base).sel(
                              region=regions.label(g), rule=rule, targets=tname)) for g in regions.GRANULARITIES}})
     return pd.DataFrame(rows).set_index(["targets", "rule"])
+
+
+def _timed(w: xr.Dataset) -> xr.Dataset:
+    """The workloads of ``w`` with a slowdown, where any has one (a size whose summaries are remade in part keeps
+    the capacity of all and the slowdown of some: a mean over others would mix them)."""
+    has = np.isfinite(w.slowdown).any([d for d in w.slowdown.dims if d != "workload"])
+    return w.sel(workload=has) if bool(has.any()) else w
 
 
 def largest_size(ds: xr.Dataset, suite: str, timed: bool = True) -> str | None:
@@ -165,9 +172,10 @@ def frontier(ds: xr.Dataset, size: str, suite: str, threshold: float = 0.3) -> p
     """Capacity against its cost, one row per design (one target per allocation; a target per 2 MiB, 64 KiB or
     4 KiB region under each rule; the paper's targets or with 8x and 16x): the suite's mean effective ratio, its
     part without tiering (the tiered entries' buddy bytes counted as device bytes) and the tiered bytes' share,
-    the mean ideal ratio, and the mean slowdown without and with bandwidth credit."""
+    the mean ideal ratio, and the mean slowdown without and with bandwidth credit; over the workloads with a
+    slowdown where only some have one (``workloads`` says how many)."""
     w = ds.sel(size=size, threshold=threshold).where(ds.suite == suite, drop=True)
-    w = w.where(w.footprint.notnull(), drop=True)
+    w = _timed(w.where(w.footprint.notnull(), drop=True))
     rows = []
     for g in regions.GRANULARITIES:
         for rule in regions.RULES if g else ("budget",):
@@ -175,6 +183,7 @@ def frontier(ds: xr.Dataset, size: str, suite: str, threshold: float = 0.3) -> p
                 c = w.sel(region=regions.label(g), rule=rule, targets=tname)
                 slow = c.slowdown.mean("workload") if "slowdown" in c else xr.full_like(c.footprint.mean(), np.nan)
                 rows.append({"region": regions.label(g), "rule": rule if g else "-", "targets": tname,
+                             "workloads": int(w.workload.size),
                              "effective": float(c.effective_ratio.mean()),
                              "compression alone": float(c.effective_ratio_untiered.mean()),
                              "tiered %": float(100 * (c.tiered_bytes / c.footprint).mean()),
