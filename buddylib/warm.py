@@ -120,6 +120,8 @@ def steps(group: str | None = None) -> dict[str, Callable[[], object]]:
         lines = np.arange(100)
         out["metadata cache"] = lambda: caches.set_associative_hits(lines, 1024, 32, 2)
         out["page LRU"] = lambda: caches.page_faults(lines % 7, 4)
+        out["metadata cache in parts"] = lambda: caches.LineLRU(1024, 32, 2).run(lines)
+        out["stack distances"] = lambda: caches.StackDistances(7).run(lines % 7)
         out["access order"] = lambda: caches.merge_order(np.array([3, 0, 5]))
         out["page sequence"] = lambda: caches.page_sequence(np.zeros(9, np.int32), np.arange(9), np.array([4, 9]),
                                                             np.zeros(1, np.int64), 128, 4096)
