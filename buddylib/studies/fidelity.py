@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from buddylib import paper, workloads
 from buddylib.provenance import code_version, frozen
-from buddylib.studies import cache, experiments
+from buddylib.studies import cache, experiments, granularity_measure
 from buddylib.studies.training import COMPRESSORS, adam_run, caffe_run, maturity_run
 from buddylib.workloads.hpc import _schedule
 
@@ -464,8 +464,9 @@ def allocation_targets(name: str, scales: Sequence[str | float], seed: int = 0, 
     return table.reindex(columns=[str(s) for s in scales], level="scale")
 
 
-#: The committed summaries' scales of each suite, the headline restated at each (:func:`scale_headline`).
-SUMMARY_SCALES: dict[str, tuple[str | float, ...]] = {"hpc": ("large", 4096), "dl": ("paper",)}
+#: The committed summaries' scales of each suite, the headline restated at each (:func:`scale_headline`): notebook
+#: 11's (one home for both).
+SUMMARY_SCALES = granularity_measure.SUMMARY_SCALES
 
 
 def scale_headline(suite: str, scale: str | float, names: Sequence[str] | None = None, seed: int = 0,
