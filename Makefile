@@ -34,7 +34,7 @@ EXECUTE_NOTEBOOKS := $(VENV)/bin/jupyter nbconvert --to notebook --execute --inp
 	--ExecutePreprocessor.record_timing=False --ExecutePreprocessor.store_widget_state=False \
 	--NotebookExporter.preprocessors=buddylib.report.notebooks.strip_volatile
 
-.PHONY: all install reproduce reproduce-paper check-paper test bench lab fixtures lint clean
+.PHONY: all install reproduce reproduce-paper check-paper test bench docs lab fixtures lint clean
 
 all: test
 
@@ -57,6 +57,18 @@ reproduce: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/ruff check buddylib tests
 	$(PY) -m pytest
+
+## docs: the documentation site into docs/_build/html (Sphinx; the docs extra installed on first use), warnings as
+## errors: a broken cross-reference, an undocumented public name or a notebook that does not render fails it
+DOCS_STAMP := $(VENV)/.docs-installed
+$(DOCS_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet --no-compile -e '.[docs]'
+	touch $@
+
+docs: $(DOCS_STAMP)
+	rm -rf docs/_build/html docs/api/generated
+	$(VENV)/bin/sphinx-build -W --keep-going -n -q -b html docs docs/_build/html
+	@echo "the site: docs/_build/html/index.html"
 
 ## bench: compressor throughput and ratios beside zstd and lz4 into reports/bench/
 bench: $(STAMP)
@@ -96,5 +108,5 @@ lab: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks/
 
 clean:
-	rm -rf reports/bench reports/index.md .pytest_cache .hypothesis .ruff_cache
+	rm -rf reports/bench reports/index.md .pytest_cache .hypothesis .ruff_cache docs/_build docs/api/generated docs/notebooks
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -exec rm -rf {} +

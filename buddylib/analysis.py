@@ -253,15 +253,53 @@ def analyze(data: Any, compressors: Sequence[str] = DEFAULT_COMPRESSORS,
             region: int | str | None = None, rule: str = "budget") -> xr.Dataset:
     """Buddy Compression capacity results for ``data`` (SPEC §3) as an ``xarray.Dataset``.
 
-    ``data``: a Snapshot or list of them (a run), ``{name: array}``, or one array.
-    ``policy``: ``profile`` (per allocation, the most aggressive target whose overflow
-    fraction stays <= threshold in every snapshot), ``global`` (one target for all
-    allocations, chosen the same way on their total) or ``oracle`` (per allocation and
-    snapshot, knowing that snapshot: an upper bound). ``region``: one target per allocation (``None`` or
-    ``"allocation"``, the paper's) or per aligned region of that size (``"64KiB"``, a power of two from
-    4 KiB), the regions sharing the threshold's budget by ``rule`` (:mod:`buddylib.regions`); then
-    ``chosen_target`` is the allocation's bytes over its device bytes, its regions' targets together.
+    Every entry of every allocation is compressed once (the expensive step, chunk by chunk, on dask with
+    ``client``); everything else follows from the per-allocation sector histograms.
 
+    Parameters
+    ----------
+    data : Snapshot, list of Snapshot, dict of str to array, or array
+        A snapshot or a run (a list of them), ``{name: array}`` (each array an allocation), or one array.
+    compressors : sequence of str
+        Compressor names (:func:`buddylib.compressors.names`); the first drives the layout.
+    thresholds : float or sequence of float
+        Buddy thresholds: the largest share of an allocation's entries allowed to overflow.
+    targets : sequence of float
+        Target ratios the policy may choose (:data:`buddylib.layout.TARGETS`; 8 and 16 extend them).
+    policy : {"profile", "global", "oracle"}
+        ``profile``: per allocation, the most aggressive target whose overflow stays within the threshold in every
+        snapshot; ``global``: one target for all allocations, chosen the same way on their total; ``oracle``: per
+        allocation and snapshot, knowing that snapshot (an upper bound).
+    zero_flag : bool
+        Whether an all-zero entry takes no sectors (a flag in its metadata).
+    access : dict of str to array, optional
+        Accesses per entry of each allocation, to weigh the buddy-access fraction (else entries weigh alike).
+    client : dask.distributed.Client, optional
+        Compress chunk by chunk as tasks on this cluster (dask-array data does so without one).
+    chunk_bytes, progress, worker_threads
+        Chunk size of the compression, a progress bar (None: on where it takes long), numba threads per task.
+    region : int or str, optional
+        One target per allocation (``None`` or ``"allocation"``, the paper's) or per aligned region of that size
+        (``"64KiB"``, a power of two from 4 KiB).
+    rule : {"budget", "traffic", "naive"}
+        How an allocation's regions share its overflow budget (:data:`buddylib.regions.RULES`).
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims ``snapshot``, ``allocation``, ``compressor``, ``threshold``, ``sectors``: the sector histograms, the
+        ideal ratio, the chosen target and overflow, device, buddy and metadata bytes, the effective ratio and the
+        buddy-access fraction, per allocation and in total, with units in ``attrs``. With ``region``,
+        ``chosen_target`` is the allocation's bytes over its device bytes, its regions' targets together.
+
+    Raises
+    ------
+    ValueError
+        An unknown compressor, policy or rule, a threshold outside [0, 1], a target not offered, a region that is
+        not a power of two from 4 KiB, or snapshots that hold no allocation.
+
+    Examples
+    --------
     >>> import numpy as np
     >>> ds = analyze({"x": np.zeros(1024, np.float32), "y": np.arange(1024, dtype=np.int32)},
     ...              compressors=["bpc32"])

@@ -8,6 +8,13 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
+from buddylib import __version__
+
+#: What ``buddy --help`` says the tool is for.
+DESCRIPTION = ("Buddy Compression (Choukse et al., ISCA 2020) on your data and on built-in HPC and deep-learning "
+               "workloads: how much more a GPU holds when its memory is compressed per 128-byte entry, part of each "
+               "entry in a buddy memory over NVLink, and at what slowdown.")
+
 
 def _bench_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="compressor throughput and ratios beside zstd and lz4",
@@ -753,8 +760,9 @@ def _reproduce_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--regenerate", action="store_true", help="rerun workloads even if their snapshots exist")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="dask scheduler for the parallel steps, e.g. tcp://host:8786, its workers started from this "
-                        "checkout with NUMBA_NUM_THREADS=1 and --nthreads 1 (see README) (default: a local cluster, "
-                        "one worker per core; 'serial': one task after another in this process)")
+                        "checkout with NUMBA_NUM_THREADS=1 and --nthreads 1 (the guide: docs/guide/dask.md) "
+                        "(default: a local cluster, one worker per core; 'serial': one task after another in this "
+                        "process)")
     p.set_defaults(func=_reproduce)
 
 
@@ -778,7 +786,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="buddy", description=__doc__.split(":")[0] + ".")
+    parser = _Parser(prog="buddy", description=DESCRIPTION, epilog="Each command has its own --help. The documentation "
+                     "site (make docs) has a guide and the same reference.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in (_bench_parser, _analyze_parser, _workloads_parser, _capture_parser, _fixtures_parser,
                 _summaries_parser, _llm_parser, _granularity_parser, _reproduce_parser):

@@ -43,6 +43,8 @@ MIN_REGION_BYTES = 4 * KiB
 PAGE_BYTES = 64 * KiB
 #: The granularities the study compares (``None``: one target per allocation, the paper's).
 GRANULARITIES: tuple[int | None, ...] = (None, 2048 * KiB, 64 * KiB, 4 * KiB)
+#: How an allocation's regions share its overflow budget (:func:`choose`): the whole budget spent where it saves
+#: most, the traffic of one target per allocation kept, or each region alone.
 RULES = ("budget", "traffic", "naive")
 _UNITS = {"": 1, "b": 1, "k": KiB, "kb": KiB, "kib": KiB, "m": KiB**2, "mb": KiB**2, "mib": KiB**2,
           "g": KiB**3, "gb": KiB**3, "gib": KiB**3}

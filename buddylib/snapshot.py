@@ -99,6 +99,7 @@ class Snapshot:
 
     @property
     def nbytes(self) -> int:
+        """Bytes of all the snapshot's allocations."""
         return sum(a.nbytes for a in self.allocations)
 
     def compute_sectors(self, compressors: Sequence[str], zero_flag: bool = True) -> Snapshot:

@@ -140,7 +140,7 @@ class Compressor(abc.ABC):
             return sectors_from_bits(self._bits(entries), entries, zero_flag)
 
     def get_config(self) -> dict[str, Any]:
-        """JSON-able description from which :func:`registry.get` rebuilds this compressor."""
+        """JSON-able description from which :func:`buddylib.compressors.registry.get` rebuilds this compressor."""
         return {"id": self.name}
 
     def __repr__(self) -> str:

@@ -6,7 +6,7 @@ XORs neighbouring planes, and codes the planes with a prefix code in which long 
 zero planes are nearly free. The canonical code of this suite is SPEC §2.1, for W = 32
 ("bpc32") and W = 64 ("bpc64"), bit for bit (tests/test_bpc.py's reference).
 
-:class:`BPC` offers three paths:
+:class:`~buddylib.compressors.bpc.BPC` offers three paths:
 
 * size (``bits``): the exact code length, what capacity studies need, as fast as possible;
 * ``encode_entries`` / ``decode_entries``: the real code, one MSB-first bit string per

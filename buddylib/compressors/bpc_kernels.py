@@ -490,6 +490,7 @@ NOT_CANONICAL = 4
 BAD_LENGTH = 5
 BAD_SIGN = 6
 BAD_PADDING = 7
+#: What each decoder error code means (the message a damaged stream's error gives).
 DECODE_ERRORS = {
     TRUNCATED: "code ends before the entry is complete (truncated)",
     RUN_PAST_END: "a zero-plane run goes past the last bit-plane",

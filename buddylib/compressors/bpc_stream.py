@@ -26,6 +26,7 @@ import numpy as np
 
 from buddylib.entries import n_entries
 
+#: The stream's header: magic, width, 3 zero bytes, the input's bytes, its entries, CRC-32 of the payload.
 HEADER = struct.Struct("<4sB3sQQI")  # magic, width, 3 zero bytes, nbytes, entries, crc32
 MAGIC = b"BPC1"
 

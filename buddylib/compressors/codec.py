@@ -1,6 +1,7 @@
 """BPC and EBO as numcodecs codecs and as zarr v3 bytes-to-bytes codecs.
 
-The stream is the compressor's (:meth:`BPC.encode`, :meth:`EBO.encode`), of the buffer's bytes as they lie in
+The stream is the compressor's (:meth:`buddylib.compressors.coded.Coded.encode` of BPC and EBO), of the buffer's bytes
+as they lie in
 memory (a
 Fortran-ordered array is encoded in Fortran order, as numcodecs' own codecs do, so that
 zarr format 2 arrays with ``order="F"`` round-trip). The adapters run the serial,

@@ -91,7 +91,7 @@ from buddylib.entries import ENTRY_BYTES, as_entries
 FORMATS = {"bf16": (8, 7), "fp16": (5, 10), "e4m3": (4, 3)}
 VALUES = ENTRY_BYTES // 2  # 64 values an entry of 16-bit words
 CHUNK = 256  # entries per parallel work item
-#: The stream's magic (:func:`bpc_stream.pack`).
+#: The stream's magic (:func:`buddylib.compressors.bpc_stream.pack`).
 MAGIC = b"EBO1"
 #: The decoder's error codes (:func:`_decode`), as messages naming what is wrong with an entry's code.
 DECODE_ERRORS = {1: "the code ends before its values do (truncated or corrupted)",
@@ -158,7 +158,7 @@ def _bits(words, E, M):
 #: The encoder's scratch of one entry's code, in 32-bit words: its longest (8-bit words: 2,056 bits) and more.
 CODE_WORDS = 40
 #: Bytes from a code's start that decoding it may read: its longest (8-bit words: 2,056 bits, 257 bytes), then
-#: the 24 bytes a block of :func:`~buddylib.compressors.simd.block8` reads from a bit inside it.
+#: the 24 bytes a block of ``buddylib.compressors.simd.block8`` reads from a bit inside it.
 MARGIN = 320
 
 
@@ -422,7 +422,8 @@ class EBO(Coded):
     >>> ebo.decode(ebo.encode(ones)) == ones.tobytes()
     True
 
-    ``parallel=False``: serial kernels that release the GIL on every input, as :class:`BPC`'s. Its stream is
+    ``parallel=False``: serial kernels that release the GIL on every input, as
+    :class:`~buddylib.compressors.bpc.BPC`'s. Its stream is
     BPC's container under its own magic (``EBO1``), the format byte 16 for bf16, 17 for fp16 and 18 for e4m3.
     """
 
@@ -456,12 +457,14 @@ class EBO(Coded):
         return 16 + list(FORMATS).index(self.fmt)
 
     def decode_entries(self, lengths: np.ndarray, payload: np.ndarray) -> np.ndarray:
-        """As :meth:`Coded.decode_entries`, on a contiguous copy of a strided payload: the decoder reads a code
+        """As :meth:`buddylib.compressors.coded.Coded.decode_entries`, on a contiguous copy of a strided payload: the
+        decoder reads a code
         at its address."""
         return super().decode_entries(lengths, np.ascontiguousarray(payload))
 
     def encode_entries(self, data: object) -> tuple[np.ndarray, np.ndarray]:
-        """As :meth:`Coded.encode_entries`, planning each entry once: the size path keeps its plans for the
+        """As :meth:`buddylib.compressors.coded.Coded.encode_entries`, planning each entry once: the size path keeps
+        its plans for the
         encoder."""
         entries = as_entries(data)
         words = readonly(self._words(entries))

@@ -155,7 +155,7 @@ def _dahuffman_code(counts: Mapping[int, int]) -> dict[int, tuple[int, int]]:
 
 def dfloat11_code(counts: np.ndarray) -> dict[int, tuple[int, int]]:
     """DFloat11's Huffman code of the exponents with these counts: ``{exponent: (length, value)}``, the end of
-    file as ``-1``, after its limit of :data:`DF11_MAX_CODE_BITS` bits.
+    file as ``-1``, after its limit of ``DF11_MAX_CODE_BITS`` (32) bits.
 
     The limit is the package's own heuristic (``dfloat11_utils.get_32bit_codec``), not a length-limited
     Huffman code: while the longest code exceeds 32 bits, the ``k`` rarest exponents (``k = 2, 3, ...``,
@@ -185,6 +185,7 @@ class DFloat11Size(NamedTuple):
 
     @property
     def total(self) -> int:
+        """The whole tensor's size, in bits."""
         return sum(self)
 
 

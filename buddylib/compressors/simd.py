@@ -23,7 +23,7 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic
 
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
-#: The values one call of :func:`exponent_stats` and :func:`offset_counts` reads, and of :func:`block8`.
+#: The values one call of ``exponent_stats`` and ``offset_counts`` reads, and of ``block8``.
 LANES = 32
 STRIDE_LANES = 8
 #: The offset limits the size path counts: ``d >= 2^k - 1`` for k = 1..7.

@@ -656,7 +656,7 @@ def run_scaleout(workdir: Path, scale: str | float = "quick", workers: tuple[int
     """make reproduce's generation phase on local clusters of 1 and 2 single-threaded workers.
 
     The phase's tasks for every HPC workload (its run and its timing-model sweep: 15 tasks of a few
-    seconds each at quick scale) through :func:`pipeline.run_all` to the cluster's address, each time
+    seconds each at quick scale) through :func:`buddylib.report.pipeline.run_all` to the cluster's address, each time
     into a fresh data folder, after an untimed pass on the largest cluster that fills numba's cache
     on disk; cluster sizes alternate ``repeat`` times, so a burst of other load hits both. The
     runs' digests must be the same on every cluster. Returns one row per run (wall seconds from

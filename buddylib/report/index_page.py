@@ -81,6 +81,7 @@ class Results:
 
     @classmethod
     def load(cls, path: Path) -> Results:
+        """The results :meth:`save` wrote (``index.json``), so the page renders again without recomputing."""
         data = json.loads(Path(path).read_text())
         for name in ("hpc_table", "slowdown_table"):
             data[name] = _frame(data[name])

@@ -34,6 +34,7 @@ class Task:
 
     @property
     def label(self) -> str:
+        """How progress and errors name the task."""
         if self.kind == "notebook":
             return f"notebook:{Path(self.name).stem}"
         return f"{self.kind}:{self.name}@{self.scale}"

@@ -1,6 +1,7 @@
 """The analyses of the built-in workloads' runs that results are cached and committed from: capacity per snapshot
-(:func:`workload_ratios`), the timing model's sweep (:func:`slowdowns`), memory against mini-batch
-(:func:`memory_vs_batch`).
+(:func:`~buddylib.studies.analyses.workload_ratios`), the timing model's sweep
+(:func:`~buddylib.studies.analyses.slowdowns`), memory against mini-batch
+(:func:`~buddylib.studies.analyses.memory_vs_batch`).
 
 This module is part of every such result's code digest (:data:`~buddylib.provenance.ANALYSIS_SOURCES`), so it holds
 what computes them and nothing else: what draws or formats them for the notebooks is in
@@ -68,6 +69,8 @@ def workload_ratios(names: Sequence[str], scale: str | float = "quick", seed: in
 
 
 def per_workload(ds: xr.Dataset, name: str, seconds: float) -> xr.Dataset:
+    """One workload's capacity result reduced to what the notebooks table per workload: bytes per tensor kind, stored
+    and device bytes, the run's seconds."""
     by_kind = ds[["allocation_bytes", "device_bytes", "metadata_bytes"]].groupby("kind").sum()
     stored = (ds.sector_count * ds.sectors).sum("sectors") * 32
     sector_total = ds.sector_count.sum("allocation")

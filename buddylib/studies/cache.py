@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-#: What names a result cached beside a run (:func:`slowdowns`, :func:`workload_ratios`): remade from the run and
+#: What names a result cached beside a run (:func:`~buddylib.studies.analyses.slowdowns`,
+#: :func:`~buddylib.studies.analyses.workload_ratios`): remade from the run and
 #: the code, never part of a committed folder of runs.
 CACHED = (".slowdown-", ".ratios-")
 

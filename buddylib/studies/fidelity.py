@@ -228,13 +228,13 @@ COMMON_MARK = _schedule.INTERVALS // 7
 def hpc_scales(names: Sequence[str] | None = None, scales: Sequence[str | float] = ("quick", 32, "default"),
                seed: int = 0, data_dir: str | Path | None = None, progress: bool = True,
                summary_folder: str | Path | None = None) -> xr.Dataset:
-    """HPC effective ratio (BPC-32, profile policy, threshold 30%: :data:`paper.HEADLINE`) per workload and
+    """HPC effective ratio (BPC-32, profile policy, threshold 30%: :data:`buddylib.paper.HEADLINE`) per workload and
     scale: from the final snapshot, and averaged over the run's snapshots.
 
     A scale whose runs are committed as sector histograms (:mod:`buddylib.studies.summaries`: 1 GiB, ``"large"``,
     and 4 GiB, ``4096``, too slow to run for a notebook) is read from them as they are, never run: a
     workload without a summary at that scale has NaN there. The other scales come from runs in
-    :func:`experiments.data_folder` of each scale (the committed quick fixtures at quick scale).
+    :func:`buddylib.studies.experiments.data_folder` of each scale (the committed quick fixtures at quick scale).
     ``summary_folder``: where the summaries lie (default the committed ``data/summaries/hpc``; ``False``
     never reads them). ``source`` says which each scale came from, and
     ``code_current`` whether a summary was made by this checkout's code of its workload (runs always are).

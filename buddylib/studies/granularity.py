@@ -1,5 +1,6 @@
 """Targets per region (notebook 11): how much of what BPC finds can Buddy keep at each target granularity, and
-at what cost (:mod:`buddylib.regions` defines the granularities and the rules; :func:`measure` computes).
+at what cost (:mod:`buddylib.regions` defines the granularities and the rules;
+:func:`~buddylib.studies.granularity_measure.measure` computes).
 
 The study is committed per scale (:data:`COMMITTED`): the quick one, from the committed fixtures, for nbval; the
 default one, from default-scale runs and the committed 1 GiB and paper-scale summaries, for make reproduce, which
@@ -32,6 +33,7 @@ __all__ = ["COMMITTED", "COMPRESSOR", "DL_NETWORKS", "SUMMARY_SCALES", "TARGET_S
            "check_committed", "committed_path", "frontier", "headline", "key", "largest_size", "measure",
            "smallest_keeping", "study", "table", "write_committed"]
 
+#: Where the committed studies lie (one netCDF file per scale).
 COMMITTED = fixtures.DATA / "summaries" / "granularity"
 #: The largest relative change :func:`check_committed` accepts: the fixtures' (the default study's DL runs are
 #: torch's float bytes, which move between CPUs; the rest is the same bytes everywhere and compares closer).
@@ -41,6 +43,7 @@ KEEP, SLOWER = 0.9, 0.02
 
 
 def committed_path(scale: str = "quick", seed: int = 0) -> Path:
+    """Where the committed study of ``scale`` and ``seed`` lies."""
     return COMMITTED / f"granularity-{scale}-s{seed}.nc"
 
 

@@ -1,4 +1,5 @@
-"""Notebook 11's study measured (:func:`measure`): how much of the ideal (BPC-32's gain without placement
+"""Notebook 11's study measured (:func:`~buddylib.studies.granularity_measure.measure`): how much of the ideal
+(BPC-32's gain without placement
 constraints) Buddy keeps with one target per allocation, per 2 MiB, 64 KiB or 4 KiB region, under each rule of
 sharing the overflow budget, with the paper's four targets or with 8x and 16x besides, at three thresholds; and
 what each costs in slowdown: at the run scale by the per-entry replay, at the committed summaries' scales from
@@ -36,6 +37,7 @@ DL_NETWORKS = ("alexnet", "vgg16", "resnet50", "squeezenet", "inception", "bigls
 #: The committed scales of each suite's summaries, analysed beside the runs (the slowdown where they keep their
 #: accesses).
 SUMMARY_SCALES = {"hpc": ("large", 4096), "dl": ("paper",)}
+#: The code the study depends on besides its workloads': this module and the analysis.
 SOURCES = ("studies/granularity_measure.py", *ANALYSIS_ONLY)
 #: What the study reads of ``studies/summaries.py``: its readers, digested alone (the rest of that module makes,
 #: writes and checks summaries, and decides no number here).
@@ -43,7 +45,8 @@ SUMMARY_READERS = ("load", "_read_beside", "histograms", "region_counts", "repla
 
 
 def key() -> str:
-    """Digest of the code the study depends on: :data:`SOURCES`, the summaries' readers and the workloads' code."""
+    """Digest of the code the study depends on: :data:`~buddylib.studies.granularity_measure.SOURCES`, the summaries'
+    readers and the workloads' code."""
     codes = "+".join(workloads.get(n).code() for n in [*workloads.names("hpc"), *DL_NETWORKS])
     readers = "".join(normalized_source(textwrap.dedent(inspect.getsource(getattr(summaries, f))))
                       for f in SUMMARY_READERS)
@@ -138,7 +141,7 @@ def _from_summary(summary: dict) -> xr.Dataset:
 
 def _slowdowns(ws: Workset | Replay) -> xr.Dataset:
     """Slowdown of the run's last snapshot per (region, rule, targets, threshold, bandwidth credit): a run's
-    (:class:`Workset`) or a summary's (its accesses)."""
+    (:class:`~buddylib.timing.model.Workset`) or a summary's (its accesses)."""
 
     def cell(gran, rule, tname):
         ds = sweep(ws, thresholds=THRESHOLDS, bandwidth_credit=(False, True), region=gran, rule=rule,

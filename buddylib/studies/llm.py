@@ -56,10 +56,12 @@ LLAMA2_7B = {"layers": 32, "hidden": 4096, "kv_heads": 32, "head_dim": 128, "par
 #: Where the committed study lies, and the largest relative change :func:`check_committed` accepts in a number
 #: that float computation made (the fixtures' tolerance: PyTorch's kernels differ between CPUs).
 COMMITTED = fixtures.DATA / "summaries" / "llm"
+#: The largest relative change :func:`check_committed` accepts (the fixtures').
 TOLERANCE = fixtures.TOLERANCE
 
 
 def committed_path(scale: str | float = "quick", seed: int = 0) -> Path:
+    """Where the committed study of ``scale`` and ``seed`` lies."""
     return COMMITTED / f"llm-{scale}-s{seed}.nc"
 
 
@@ -139,7 +141,8 @@ def ratio_table(ds: xr.Dataset, threshold: float = 0.3) -> pd.DataFrame:
 def capacity(ds: xr.Dataset, budget: float = 0.02, context: int = 4096, config: dict[str, float] = LLAMA2_7B,
              credit: bool = paper.HEADLINE["bandwidth_credit"]) -> pd.DataFrame:
     """Concurrent sequences of ``context`` tokens whose bf16 KV cache fits beside a bf16 7B-class model on each
-    GPU of :data:`CAPACITY_GPUS`, uncompressed and under Buddy with each code: the most aggressive threshold
+    GPU of :data:`~buddylib.studies.llm_measure.CAPACITY_GPUS`, uncompressed and under Buddy with each code: the most
+    aggressive threshold
     whose decode-step slowdown (measured here on the small model, at the largest kernel scale replayed: the
     nearest to a 7B model's kernels; ``credit``: with or without HBM bytes saved) stays within ``budget``, and
     the effective ratios of the weights (MiniLM's) and KV cache measured at that threshold. Extrapolated to ``config``

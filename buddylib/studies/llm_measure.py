@@ -1,4 +1,5 @@
-"""Notebook 10's study measured (:func:`measure`): per tensor kind of today's LLM memory, the ratios of the per-entry
+"""Notebook 10's study measured (:func:`~buddylib.studies.llm_measure.measure`): per tensor kind of today's LLM memory,
+the ratios of the per-entry
 codes and of the whole-tensor peers on the same bytes, the KV cache at every grid point, a decode step's slowdown.
 
 This module is the study's code digest (:func:`key`), so it holds what computes the numbers and nothing else: how
@@ -45,14 +46,17 @@ GROUPS = (
     ("activations (GPT)", "gpt_bf16", "activations"),
 )
 #: FP8 serving's copies of three 16-bit groups (issue 42): (label, the bf16 group cast), each tensor scaled to
-#: e4m3's range (its largest magnitude to :data:`E4M3_MAX`) and cast to nearest even, as a per-tensor FP8
-#: checkpoint or KV cache stores it; their per-entry codes (:data:`FP8_COMPRESSORS`).
+#: e4m3's range (its largest magnitude to :data:`~buddylib.studies.llm_measure.E4M3_MAX`) and cast to nearest even, as
+#: a per-tensor FP8
+#: checkpoint or KV cache stores it; their per-entry codes (:data:`~buddylib.studies.llm_measure.FP8_COMPRESSORS`).
 FP8_GROUPS = (
     ("weights e4m3 (MiniLM)", "weights bf16 (MiniLM)"),
     ("weights e4m3 (EfficientNet-Lite0)", "weights bf16 (EfficientNet-Lite0)"),
     ("KV cache e4m3 (MiniLM)", "KV cache bf16 (MiniLM)"),
 )
+#: The codes of the FP8 (e4m3) copies.
 FP8_COMPRESSORS = ("bpc32", "bpc64", "ebo-e4m3")
+#: The largest finite e4m3 value: a tensor is scaled to it before its FP8 copy is rounded.
 E4M3_MAX = 448.0
 #: Every code a group's row may have.
 ALL_CODES = (*COMPRESSORS, "ebo-e4m3")
@@ -71,7 +75,8 @@ SOURCES = ("studies/llm_measure.py", "compressors", *ANALYSIS_ONLY)
 
 
 def key() -> str:
-    """Digest of the code the study depends on: :data:`SOURCES` and the two workloads' code."""
+    """Digest of the code the study depends on: :data:`~buddylib.studies.llm_measure.SOURCES` and the two workloads'
+    code."""
     return "+".join([code_version(*SOURCES), *(workloads.get(n).code() for n in ("minilm_kv", "gpt_bf16"))])
 
 
@@ -99,7 +104,8 @@ def runs(scale: str | float = "quick", seed: int = 0, progress: bool = False) ->
 
 def measure(scale: str | float = "quick", seed: int = 0, progress: bool = False,
             made: dict[str, workloads.Run] | None = None) -> xr.Dataset:
-    """Run ``minilm_kv`` and ``gpt_bf16`` at ``scale`` and measure every group of :data:`GROUPS`: dims (group,
+    """Run ``minilm_kv`` and ``gpt_bf16`` at ``scale`` and measure every group of
+    :data:`~buddylib.studies.llm_measure.GROUPS`: dims (group,
     compressor, threshold) for the per-entry codes' ideal and effective ratios, (group, peer) for the peers',
     (point, compressor) for the KV cache of every (length, batch) point, the timing model's slowdown of a
     decode step, (compressor, threshold, gpu), and EBO per (entry, sector) size: each 16-bit and FP8 group's
@@ -125,7 +131,8 @@ def measure(scale: str | float = "quick", seed: int = 0, progress: bool = False,
 
 
 def e4m3_copy(a: Allocation) -> Allocation:
-    """``a`` (a bf16 tensor) as per-tensor FP8 stores it: scaled so its largest magnitude is :data:`E4M3_MAX`,
+    """``a`` (a bf16 tensor) as per-tensor FP8 stores it: scaled so its largest magnitude is
+    :data:`~buddylib.studies.llm_measure.E4M3_MAX`,
     then cast to float8_e4m3fn, round to nearest even."""
     import ml_dtypes
 

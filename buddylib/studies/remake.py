@@ -75,11 +75,12 @@ def planned(names: Sequence[str] | None = None, scales: Sequence[str | float] | 
             folder: str | Path | None = None, studies: Sequence[str] = tuple(STUDIES)) -> list[Item]:
     """The (workload, scale, study) summaries :func:`generate` makes, of ``names`` (default every HPC proxy and
     the paper's six networks) at ``scales``. Without ``scales``: an HPC proxy at every scale committed for it
-    in ``folder`` (default :data:`FOLDER`) and at 1 GiB; a DL network at :data:`DL_SCALE`. Study ``"run"``:
+    in ``folder`` (default :data:`~buddylib.studies.summaries.FOLDER`) and at 1 GiB; a DL network at
+    :data:`~buddylib.studies.summaries.DL_SCALE`. Study ``"run"``:
     the runs; ``"maturity"``, ``"caffe"`` (:data:`buddylib.studies.fidelity.STUDY_CNNS`) and ``"adam"``
     (:data:`~buddylib.studies.fidelity.OPTIMIZER_NETWORKS`): those studies of those of ``names`` that they cover,
     at
-    :data:`MATURITY_SCALE` without ``scales``."""
+    :data:`~buddylib.studies.summaries.MATURITY_SCALE` without ``scales``."""
     for st in studies:
         if st not in STUDIES:
             raise ValueError(f"study {st!r}: one of {', '.join(STUDIES)}")
@@ -173,8 +174,10 @@ def check(names: Sequence[str] | None = None, scales: Sequence[str | float] | No
           folder: str | Path | None = None, studies: Sequence[str] = tuple(STUDIES),
           tolerance: float = DL_TOLERANCE, study_tolerance: float = STUDY_TOLERANCE) -> pd.DataFrame:
     """Remake the committed summaries (all, or those of ``names`` / ``scales`` / ``studies``) in a temporary
-    folder and compare them with the committed ones: an HPC proxy's bit for bit (:func:`compare`), a DL run's
-    ratios (:func:`compare_close`) within ``tolerance`` and a study's numbers (:func:`compare_study`) within
+    folder and compare them with the committed ones: an HPC proxy's bit for bit
+    (:func:`~buddylib.studies.summaries.compare`), a DL run's
+    ratios (:func:`~buddylib.studies.summaries.compare_close`) within ``tolerance`` and a study's numbers
+    (:func:`~buddylib.studies.summaries.compare_study`) within
     ``study_tolerance`` (relative), since torch's float bytes depend on the CPU. One row per summary, with
     ``exact_expected``: whether this machine must reproduce the bytes (an HPC proxy on FMA and AVX2, the same
     C library as the machine that made them). Writes nothing in ``folder``."""

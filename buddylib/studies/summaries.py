@@ -25,8 +25,10 @@ study's cache key), the date, the machine, the wall time and peak memory. The re
 ``optimizer`` and ``framework_accounting``)
 say per workload that a number came from a summary and whether the code that made it is still this checkout's.
 
-:func:`generate` (``buddy summaries``, ``make reproduce-paper``) remakes them, one at a time in a fresh
-process each; :func:`check` (``buddy summaries --check``, ``make check-paper``) remakes them in a temporary
+:func:`~buddylib.studies.remake.generate` (``buddy summaries``, ``make reproduce-paper``) remakes them, one at a time
+in a fresh
+process each; :func:`~buddylib.studies.remake.check` (``buddy summaries --check``, ``make check-paper``) remakes them
+in a temporary
 folder and compares. The HPC proxies write the same bytes on every x86-64 CPU with FMA and AVX2
 (``workloads/hpc/_libm.py``), so theirs is bit for bit (byte digests and histograms); torch's float bytes
 depend on the CPU, so a DL run is compared by its ratios within :data:`DL_TOLERANCE` and a study's numbers
@@ -70,7 +72,7 @@ FOLDER = ROOT / "hpc"
 DL_FOLDER = ROOT / "dl"
 #: Marks a summary file, and its layout.
 FORMAT = "buddylib-summary-1"
-#: Marks a committed study result (a small xarray Dataset as JSON, :func:`make_study`).
+#: Marks a committed study result (a small xarray Dataset as JSON, :func:`~buddylib.studies.remake.make_study`).
 STUDY_FORMAT = "buddylib-study-1"
 #: The scales committed: 1 GiB ("large") for every proxy; 4 GiB (4096 MiB) where it was made.
 SCALES: tuple[str | float, ...] = ("large", 4096)
@@ -84,8 +86,9 @@ DL_COMPRESSORS = PAPER_COMPRESSORS
 #: The DL runs committed: the paper's six networks as published (:data:`buddylib.studies.fidelity.PAPER_NETWORKS`).
 DL_SCALE = "paper"
 #: The scale of the studies committed (the maturity study: 480 training steps of the study CNNs,
-#: :func:`fidelity.maturity`; the optimizer and framework studies, :func:`fidelity.optimizer` and
-#: :func:`fidelity.framework_accounting`).
+#: :func:`~buddylib.studies.fidelity.maturity`; the optimizer and framework studies,
+#: :func:`~buddylib.studies.fidelity.optimizer` and
+#: :func:`~buddylib.studies.fidelity.framework_accounting`).
 MATURITY_SCALE = "default"
 #: How far a paper-scale DL run remade on another CPU may move a ratio (relative): torch's kernels change its
 #: float bytes a little, so these runs are compared by the ratios they give, not bit for bit. Measured: AlexNet
@@ -282,7 +285,8 @@ def region_counts(summary: dict[str, Any], region: int | str) -> dict[str, np.nd
 
 def make(name: str, scale: str | float, seed: int = SEED) -> dict[str, Any]:
     """Run ``name`` at ``scale`` here and return its summary, with the date, the machine and this process's
-    peak memory (run it in a fresh process, as :func:`generate` does, for that to be the run's own)."""
+    peak memory (run it in a fresh process, as :func:`~buddylib.studies.remake.generate` does, for that to be the run's
+    own)."""
     w = workloads.get(name)
     code = w.code()  # of the code that runs, should a file change meanwhile
     run = w.run(scale, seed=seed, compressors=compressors_for(name), progress=True)
@@ -309,7 +313,7 @@ def _plain(x: Any) -> Any:
 
 
 def result(summary: dict[str, Any]) -> xr.Dataset:
-    """A study summary's result as the Dataset the study returned (:func:`make_study`)."""
+    """A study summary's result as the Dataset the study returned (:func:`~buddylib.studies.remake.make_study`)."""
     ds = xr.Dataset.from_dict(summary["result"])
     for v in ds.variables.values():  # JSON has no float32 or int32: back to the study's own dtypes
         if v.dtype == object:
@@ -453,7 +457,8 @@ def available(scale: str | float, names: Sequence[str] | None = None, seed: int 
 
 def study(name: str, scale: str | float, seed: int = SEED, folder: str | Path | None = None,
           kind: str = "maturity", current: str | None = None) -> xr.Dataset | None:
-    """The committed result of a study of ``name`` (:func:`make_study`), or None where none is committed:
+    """The committed result of a study of ``name`` (:func:`~buddylib.studies.remake.make_study`), or None where none is
+    committed:
     the Dataset the study returned, with ``source`` ("summary"), ``code`` and ``date`` (per workload) saying
     what made it, and ``code_current``: whether that code is ``current`` (this checkout's digest of it)."""
     f = path(name, scale, seed, folder, kind)
@@ -573,7 +578,8 @@ def _layout(summary: dict[str, Any]) -> list[list]:
 
 
 def compare(kept: dict[str, Any], fresh: dict[str, Any]) -> dict[str, Any]:
-    """One row of :func:`check`: whether two summaries of one run agree bit for bit (byte digest,
+    """One row of :func:`~buddylib.studies.remake.check`: whether two summaries of one run agree bit for bit (byte
+    digest,
     allocations, histograms of every compressor both hold), and where they first differ."""
     same_layout = _layout(kept) == _layout(fresh)
     first = ""
@@ -599,10 +605,11 @@ def compare(kept: dict[str, Any], fresh: dict[str, Any]) -> dict[str, Any]:
 
 
 def compare_close(kept: dict[str, Any], fresh: dict[str, Any], tolerance: float = DL_TOLERANCE) -> dict[str, Any]:
-    """One row of :func:`check` for a DL summary, whose bytes depend on the CPU (torch's kernels): the same
+    """One row of :func:`~buddylib.studies.remake.check` for a DL summary, whose bytes depend on the CPU (torch's
+    kernels): the same
     allocations and steps, and every ratio the readers take from it (effective ratio per snapshot, compressor
     and threshold, ideal ratio per snapshot and compressor) within ``tolerance`` (relative) of the kept one.
-    :func:`compare`'s columns say whether it is bit for bit the same besides."""
+    :func:`~buddylib.studies.summaries.compare`'s columns say whether it is bit for bit the same besides."""
     from buddylib.studies import experiments
 
     row = compare(kept, fresh) | {"tolerance": tolerance}
@@ -619,7 +626,8 @@ def compare_close(kept: dict[str, Any], fresh: dict[str, Any], tolerance: float 
 
 
 def compare_study(kept: dict[str, Any], fresh: dict[str, Any], tolerance: float = STUDY_TOLERANCE) -> dict[str, Any]:
-    """One row of :func:`check` for a study summary: the same dims, coordinates and missing values, and every
+    """One row of :func:`~buddylib.studies.remake.check` for a study summary: the same dims, coordinates and missing
+    values, and every
     number of its result within ``tolerance`` (relative) of the kept one."""
     a, b = result(kept), result(fresh)
     same = dict(a.sizes) == dict(b.sizes) and set(a.data_vars) == set(b.data_vars) and \

@@ -1,6 +1,7 @@
 """The training studies of the DL networks measured, one network at a time: how ratios evolve as a network trains
-(:func:`maturity_run`), with Adam instead of the recipe's optimizer (:func:`adam_run`), and under a blob-based
-framework's accounting (:func:`caffe_run`).
+(:func:`~buddylib.studies.training.maturity_run`), with Adam instead of the recipe's optimizer
+(:func:`~buddylib.studies.training.adam_run`), and under a blob-based
+framework's accounting (:func:`~buddylib.studies.training.caffe_run`).
 
 This module is in each study's code digest (:data:`buddylib.studies.fidelity.STUDY_SOURCES`), so it holds what
 computes them and nothing else: caching, committing and the tables notebook 09 shows are in
@@ -23,7 +24,7 @@ COMPRESSORS = PAPER_COMPRESSORS
 
 
 def maturity_run(name: str, scale: str | float, seed: int, key: dict) -> xr.Dataset:
-    """One network's maturity result, made here (``key``: :func:`maturity_key`), uncached."""
+    """One network's maturity result, made here (``key``: :func:`~buddylib.studies.fidelity.maturity_key`), uncached."""
     steps, snapshots = key["steps"], key["snapshots"]
     w = workloads.get(name)
     if not hasattr(w, "train_steps"):
@@ -60,6 +61,7 @@ def maturity_run(name: str, scale: str | float, seed: int, key: dict) -> xr.Data
 
 
 def adam_run(name: str, scale: str | float, seed: int) -> xr.Dataset:
+    """One network trained with Adam instead of its recipe's optimizer, its ratios per snapshot, made here, uncached."""
     w = workloads.get(name)
     if not hasattr(w, "adam"):
         raise ValueError(f"workload {name!r} does not train (not a DL training workload)")
@@ -79,6 +81,8 @@ def adam_run(name: str, scale: str | float, seed: int) -> xr.Dataset:
 
 
 def caffe_run(name: str, scale: str | float, seed: int) -> xr.Dataset:
+    """One network's memory under a blob-based framework's accounting (Caffe's), beside PyTorch's, made here,
+    uncached."""
     from buddylib.workloads.dl import caffe
 
     run = caffe.caffe_run(name, scale, seed, compressors=["bpc32"])

@@ -1,4 +1,5 @@
-"""One iteration's accesses in a form the size of a committed summary (:class:`Accesses`): what the timing
+"""One iteration's accesses in a form the size of a committed summary (:class:`~buddylib.timing.accesses.Accesses`):
+what the timing
 model needs to replay an iteration at a scale whose per-entry sectors are not kept.
 
 The per-entry replay (:class:`~buddylib.timing.model.Workset`) walks every entry each kernel touches. What of
@@ -81,6 +82,7 @@ class Accesses:
 
     @property
     def last(self) -> Snapshot:
+        """The run's last snapshot (the one the timing model replays)."""
         return self.snapshots[-1]
 
     # -----------------------------------------------------------------------------------
@@ -89,7 +91,7 @@ class Accesses:
 
     @classmethod
     def from_workset(cls, ws: Workset, params: Params | None = None) -> Accesses:
-        """Measure it from a run's per-entry sectors and access streams (:class:`Workset`)."""
+        """Measure it from a run's per-entry sectors and access streams (:class:`~buddylib.timing.model.Workset`)."""
         from buddylib.analysis import region_histograms, sector_histograms
 
         params = params or Params()

@@ -332,5 +332,6 @@ class StackDistances:
         self.hist = np.zeros(max(1, n_pages) + 1, dtype=np.int64)
 
     def run(self, pages: np.ndarray, count: bool = True) -> None:
+        """Feed ``pages`` (the next accesses, in order); count their distances where ``count``."""
         _stack_part(readonly(np.ascontiguousarray(pages, dtype=np.int64)), self.latest, self.tree, self.now,
                     self.hist, bool(count))

@@ -27,6 +27,7 @@ class GPU:
     source: str
 
     def to_dict(self) -> dict:
+        """The preset as a plain dict (JSON, a Dataset's attrs)."""
         return asdict(self)
 
 
@@ -41,6 +42,7 @@ class Link:
     latency_source: str = "assumption"
 
     def to_dict(self) -> dict:
+        """The preset as a plain dict (JSON, a Dataset's attrs)."""
         return asdict(self)
 
 

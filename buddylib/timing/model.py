@@ -69,6 +69,7 @@ class Params:
 
     @property
     def entries_per_metadata_line(self) -> int:
+        """Entries whose 4-bit metadata one metadata-cache line holds."""
         return self.metadata_line_bytes * 8 // layout.METADATA_BITS_PER_ENTRY
 
 
@@ -104,6 +105,7 @@ class Workset:
 
     @property
     def last(self) -> Snapshot:
+        """The run's last snapshot (the one the timing model replays)."""
         return self.snapshots[-1]
 
     def streams(self) -> list[list[tuple[str, np.ndarray, float]]]:
@@ -148,16 +150,26 @@ class Replay(Protocol):
     _misses: dict
 
     @property
-    def last(self) -> Snapshot: ...
+    def last(self) -> Snapshot:
+        """The run's last snapshot (the one replayed)."""
+        ...
 
-    def traffic(self, targets: dict[str, Any], region: int | None) -> dict[str, np.ndarray]: ...
+    def traffic(self, targets: dict[str, Any], region: int | None) -> dict[str, np.ndarray]:
+        """Baseline, device and link bytes and flops per kernel under ``targets`` (:func:`traffic`)."""
+        ...
 
     def choose(self, thresholds: Sequence[float], policy: str, region: int | None, rule: str,
-               targets: Sequence[float]) -> list[dict[str, Any]]: ...
+               targets: Sequence[float]) -> list[dict[str, Any]]:
+        """The targets the policy chooses, one ``{allocation: target}`` per threshold (:func:`targets_for`)."""
+        ...
 
-    def metadata_misses(self, params: Params) -> np.ndarray: ...
+    def metadata_misses(self, params: Params) -> np.ndarray:
+        """Metadata-cache misses per kernel for ``params``' cache."""
+        ...
 
-    def um_faults(self, capacity_pages: int, page_bytes: int) -> int: ...
+    def um_faults(self, capacity_pages: int, page_bytes: int) -> int:
+        """Unified Memory's faults in one iteration with ``capacity_pages`` pages of ``page_bytes`` resident."""
+        ...
 
 
 #: Names of the small floats numpy does not know (ml_dtypes' and torch's: bfloat16, float8_e4m3fn, float8_e4m3,

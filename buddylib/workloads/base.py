@@ -173,10 +173,12 @@ class AccessProfile:
         return self
 
     def to_dict(self) -> dict[str, Any]:
+        """The profile as JSON-ready data (a run's ``.profile.json``, a summary's ``profile``)."""
         return {"workload": self.workload, "kernels": [asdict(k) for k in self.kernels]}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> AccessProfile:
+        """The profile :meth:`to_dict` wrote."""
         return cls(d["workload"], [Kernel(k["name"], [Access(**a) for a in k["accesses"]], k["flops"])
                                    for k in d["kernels"]])
 
@@ -231,7 +233,7 @@ class Workload(abc.ABC):
     suite: ClassVar[str] = "hpc"
     #: Iterations of a run; ``setup`` may change it with the footprint.
     n_steps: int = 100
-    #: numba threads compressing the snapshots in :meth:`run` (None: numba's setting).
+    #: numba threads compressing the snapshots in :meth:`buddylib.workloads.base.Workload.run` (None: numba's setting).
     compress_threads: ClassVar[int | None] = None
     #: Whether the workload has a "paper" scale (the published network); others refuse it.
     paper_scale: ClassVar[bool] = False

@@ -235,17 +235,21 @@ class Adam:
 
     @property
     def state(self) -> dict[torch.Tensor, dict[str, Any]]:
+        """Both optimizers' state per parameter, as one optimizer's ``state``."""
         return {p: st for o in self.parts for p, st in o.state.items()}
 
     @property
     def param_groups(self) -> list[dict[str, Any]]:
+        """Both optimizers' parameter groups."""
         return [g for o in self.parts for g in o.param_groups]
 
     def step(self) -> None:
+        """One step of both optimizers."""
         for o in self.parts:
             o.step()
 
     def zero_grad(self, set_to_none: bool = True) -> None:
+        """Clear both optimizers' gradients."""
         for o in self.parts:
             o.zero_grad(set_to_none=set_to_none)
 
@@ -272,6 +276,7 @@ class Concat(nn.Module):
         return torch.cat(xs, self.dim)
 
     def flops(self, args: tuple[Any, ...], out: torch.Tensor) -> float:
+        """None: concatenating copies bytes."""
         return 0.0  # a copy: bytes, no arithmetic
 
 

@@ -87,7 +87,8 @@ INPUT_BLOBS = ("input", "label")
 class CaffeRun:
     """The Caffe accounting of one iteration beside the PyTorch live set of the same iteration.
 
-    ``snapshots``: one per point of ``points``; ``pytorch``: :meth:`TorchWorkload.allocations`
+    ``snapshots``: one per point of ``points``; ``pytorch``:
+    :meth:`buddylib.workloads.dl.base.TorchWorkload.allocations`
     before and after the same iteration; ``blobs``: every leaf-module call of the iteration and
     the blob its output lies in; ``splits``: blobs read by several layers and those layers, in the
     order of their split diffs; ``torch_rng``: the torch RNG state the iteration started from

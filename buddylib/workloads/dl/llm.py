@@ -1,7 +1,7 @@
 """LLM-era memory (suite ``llm``, beyond the paper, issue 23): what a GPU holds when it serves or trains a
 transformer in bf16 today.
 
-* ``minilm_kv``: **serving**. The real pre-trained all-MiniLM-L6-v2 (:mod:`buddylib.workloads.dl.minilm`) loaded
+* ``minilm_kv``: **serving**. The real pre-trained all-MiniLM-L6-v2 (``buddylib.workloads.dl.minilm``) loaded
   as a serving stack loads a checkpoint into bf16 (each fp32 weight rounded to nearest even), running on
   passages of the pydoc topics; a snapshot holds the bf16 weights and the **KV cache**, the keys and values
   every layer computed for every token of the batch, laid out as a decoder's cache is (``kv.<layer>.key`` and
@@ -13,7 +13,7 @@ transformer in bf16 today.
   (:class:`~buddylib.workloads.dl.base.HalfMatmulsInFloat`). Its access profile is one *decode step*: each
   layer streams its weights once for the whole batch and reads every sequence's cache, then appends one
   token's key and value.
-* ``gpt_bf16``: **training**. A GPT-2-layout decoder (:class:`~buddylib.workloads.dl.lm.TransformerLM`) over a
+* ``gpt_bf16``: **training**. A GPT-2-layout decoder (``TransformerLM``, ``buddylib/workloads/dl/lm.py``) over a
   real sub-word vocabulary, MiniLM's 30,522 WordPiece pieces, on the pydoc topics so tokenised; AdamW
   (betas 0.9/0.95, weight decay 0.1 on matrices only, as GPT-2/3 and nanoGPT), bf16 autocast with fp32
   master weights: fp32 weights, gradients and both moments, bf16 copies of the matrices autocast made

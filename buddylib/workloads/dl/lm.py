@@ -6,13 +6,13 @@
   state (LSTMP, ``nn.LSTM(proj_size=...)``), dropout) on bytes, with a full softmax and Adam. Not
   BigLSTM's memory: a 256-symbol vocabulary leaves no large, sparsely touched tables, and Adam keeps
   no untouched state; BigLSTM itself, with its word vocabulary, sampled softmax and Adagrad, is
-  ``biglstm`` (:mod:`buddylib.workloads.dl.biglstm`).
+  ``biglstm`` (``buddylib/workloads/dl/biglstm.py``).
 * ``transformer``: a decoder-only Transformer (GPT-2 layout, Radford et al. 2019): token and
   learned position embeddings, pre-LayerNorm blocks of causal multi-head self-attention
   (explicit attention matrix, as before fused attention kernels) and a GELU MLP, residual
   connections, final LayerNorm, output projection tied to the token embedding.
 
-Text (see :mod:`buddylib.workloads.dl.data`): UTF-8 bytes of the Python documentation
+Text (see ``buddylib/workloads/dl/data.py``): UTF-8 bytes of the Python documentation
 topics shipped with CPython (``pydoc_data.topics``); each step draws random windows; the
 loss is next-byte cross-entropy, which falls from ln 256 within tens of steps.
 """
@@ -68,6 +68,7 @@ class CausalAttention(nn.Module):
         return (att @ v).transpose(1, 2).reshape(b, t, d)
 
     def flops(self, args: tuple[Any, ...], out: torch.Tensor) -> float:
+        """Multiply-adds of QK^T and AV (2 flops each), and the scale, mask and softmax per score."""
         b, t, d = out.shape
         return 4.0 * b * t * t * d + 6.0 * b * self.heads * t * t  # QK^T and AV; scale, mask, softmax
 

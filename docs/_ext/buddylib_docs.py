@@ -1,0 +1,74 @@
+"""What the site computes while it builds: the headline from the committed summaries (``{buddy-headline}``).
+
+No number on a page is typed in: the landing page's table is :func:`buddylib.studies.fidelity.scale_headline` of
+the summaries committed in ``data/summaries`` (their histograms and accesses), as the report index computes it.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+
+from docutils import nodes
+from docutils.statemachine import StringList
+from sphinx.util.docutils import SphinxDirective
+
+
+def _pct(x: float) -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * (x - 1):+.2f}%"
+
+
+def _size(scale: str) -> str:
+    """A summary's scale as a reader says it: its footprint (1 GiB), or "paper" (the networks as published)."""
+    from buddylib import regions, workloads
+
+    try:
+        return regions.label(workloads.footprint_bytes(scale if not scale.isdigit() else float(scale)))
+    except (ValueError, TypeError, KeyError):
+        return scale
+
+
+def headline_rows() -> list[str]:
+    """The Markdown table of the headline at each committed summary's scale."""
+    from buddylib import paper
+    from buddylib.studies import fidelity, granularity_measure
+
+    theirs = {"hpc": f"{paper.HPC_RATIO_ISCA}x, {paper.SLOWDOWN_TEXT}",
+              "dl": f"{paper.DL_RATIO}x, {paper.SLOWDOWN_TEXT}"}
+    rows = ["| suite | size | ideal | effective | slowdown | with credit | the paper's (quoted) |",
+            "|---|---|---|---|---|---|---|"]
+    for suite, scales in granularity_measure.SUMMARY_SCALES.items():
+        for scale in scales:
+            r = fidelity.scale_headline(suite, scale)
+            if not r:
+                continue
+            timed = r["timed"]
+            slow = _pct(r["slowdown"]) + (f" ({timed} of {r['workloads']} keep their accesses)"
+                                           if 0 < timed < r["workloads"] else "")
+            if not timed:
+                slow = "capacity only (no accesses kept)"
+            rows.append(f"| {suite.upper()} ({r['workloads']}) | {_size(r['size'])} | {r['ideal']:.2f}x | "
+                        f"{r['effective']:.2f}x | {slow} | {_pct(r['slowdown_credit'])} | {theirs[suite]} |")
+    return rows
+
+
+class Headline(SphinxDirective):
+    """``{buddy-headline}``: the headline table, computed from the committed summaries while the site builds."""
+
+    def run(self) -> list[nodes.Node]:
+        container = nodes.container()
+        text = StringList(headline_rows(), source="buddy-headline")
+        self.state.nested_parse(text, self.content_offset, container)
+        return container.children
+
+
+def _skip_aliases(app, what, name, obj, skip, options):
+    """A type alias (``Item = tuple[str, str, str]``) is told by its comment where it is used, not documented as a
+    class: autodoc cannot format its signature."""
+    return True if isinstance(obj, types.GenericAlias) else None
+
+
+def setup(app):
+    app.add_directive("buddy-headline", Headline)
+    app.connect("autodoc-skip-member", _skip_aliases)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
