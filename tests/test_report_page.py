@@ -86,6 +86,8 @@ def test_page_shows_the_results(page: Path) -> None:
     assert 'href="notebooks/09_fidelity.html"' in html and 'href="bench/bench.md"' in html  # what drew them
     assert "<td>best of BPC-32|ZVC</td>" in html  # a '|' in a cell does not break its table
     assert "share of the gap" in html and "Step times" in html and "Environment" in html
+    assert f'href="{index_page.SITE}/notebooks/09_fidelity.html"' in html  # each notebook's page on the site
+    assert f'href="{index_page.SITE}/guide/index.html"' in html  # and where to start
 
 
 def test_page_renders_again_from_saved_results(page: Path) -> None:
