@@ -61,12 +61,45 @@ FLOAT8_COMPRESSORS = ("ebo-e4m3",)
 
 
 def bits(data: object, compressor: str = "bpc32") -> np.ndarray:
-    """Compressed size in bits of every 128-byte entry of ``data`` (uint16[E])."""
+    """Compressed size in bits of every 128-byte entry of ``data``.
+
+    Parameters
+    ----------
+    data : array, bytes or buffer
+        Any buffer: its bytes, in logical C order, are cut into 128-byte entries (the last one zero-padded).
+    compressor : str
+        A name of :func:`names`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``uint16[E]``: each entry's code length in bits.
+
+    Raises
+    ------
+    ValueError
+        An unknown compressor.
+    """
     return get(compressor).bits(data)
 
 
 def sectors(data: object, compressor: str = "bpc32", zero_flag: bool = True) -> np.ndarray:
-    """32-byte sectors (0..4) every 128-byte entry of ``data`` occupies (uint8[E])."""
+    """32-byte sectors every 128-byte entry of ``data`` occupies: ``ceil(bits / 256)``, at most 4.
+
+    Parameters
+    ----------
+    data : array, bytes or buffer
+        Any buffer, as for :func:`bits`.
+    compressor : str
+        A name of :func:`names`.
+    zero_flag : bool
+        Whether an all-zero entry takes 0 sectors (flagged in its metadata) instead of 1.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``uint8[E]``: 0 to 4 sectors per entry.
+    """
     return get(compressor).sectors(data, zero_flag=zero_flag)
 
 

@@ -399,10 +399,44 @@ def sweep(ws: Workset | Replay, gpus: Sequence[str] = (paper.HEADLINE["gpu"],),
           bandwidth_credit: Sequence[bool] = (True,), params: Params | None = None,
           region: int | str | None = None, rule: str = "budget",
           targets: Sequence[float] = layout.TARGETS, policy: str = "profile") -> xr.Dataset:
-    """Slowdown over hardware, link, buddy threshold, link latency, metadata-cache size, the link
-    requests a GPU keeps in flight (``outstanding``; default: ``params``' value) and the device-traffic
-    accounting (``bandwidth_credit``: do compressed entries also save HBM bytes?); the targets ``policy`` chooses
-    per allocation or, with ``region``, per region of that size by ``rule`` (:mod:`buddylib.regions`)."""
+    """The slowdown of one iteration against an ideal GPU, over every combination of the swept parameters.
+
+    Parameters
+    ----------
+    ws : Workset or Replay
+        A run's per-entry replay (:meth:`Workset.load`) or what a committed summary keeps of it
+        (:class:`buddylib.timing.accesses.Accesses`, :func:`buddylib.studies.summaries.replay`).
+    gpus, links : sequence of str
+        Presets of :mod:`buddylib.timing.hardware` (``GPUS``, ``LINKS``).
+    thresholds : sequence of float
+        Buddy thresholds the targets are chosen at.
+    latency_scales : sequence of float
+        Multiples of each link's latency.
+    metadata_cache_bytes : sequence of int, optional
+        Metadata-cache sizes (default: ``params``' size).
+    outstanding : sequence of int, optional
+        Link requests a GPU keeps in flight, which hide the link's latency (default: ``params``' value).
+    bandwidth_credit : sequence of bool
+        Whether compressed entries also save HBM bytes (True) or every accessed entry costs its uncompressed
+        bytes, so Buddy only adds time (False: the paper's comparison).
+    params : Params, optional
+        The model's other constants (metadata cache geometry, Unified Memory's fault cost...).
+    region, rule, targets, policy
+        The targets: chosen by ``policy`` per allocation or, with ``region``, per region of that size by ``rule``
+        (:mod:`buddylib.regions`), from ``targets``.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``slowdown`` (buddy over baseline seconds) and the seconds and traffic behind it, dims ``gpu``, ``link``,
+        ``threshold``, ``latency_scale``, ``metadata_cache_bytes``, ``outstanding``, ``bandwidth_credit``.
+
+    Raises
+    ------
+    ValueError
+        A preset that does not exist, a threshold outside [0, 1], fewer than one request in flight, or a
+        metadata cache a summary does not keep.
+    """
     from buddylib import regions
 
     region = regions.region_bytes(region)

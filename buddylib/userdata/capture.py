@@ -91,12 +91,36 @@ def _check_model(model: Any, optimizer: Any) -> None:
 class Recorder(TorchWorkload):
     """Records snapshots and the access profile of a user's own training (``optimizer`` given) or inference loop.
 
-    ``loss_fn``: the loss module (e.g. ``nn.CrossEntropyLoss()``), hooked like the model, so the tensors it saves
-    are named after it and its other arguments are the step's ``targets``. ``every``: a snapshot at the start and
-    after every ``every``-th step (0: only those :meth:`snapshot` takes). ``compressors`` and ``references``: what
-    each allocation is compressed with (default: :data:`COMPRESSORS`, and zstd and lz4 as the built-in runs).
-    ``inference``: a step is a forward pass, activations are the leaf modules' outputs (default: when no optimizer
-    is given). ``keep_bytes``: the snapshots also keep a copy of the bytes.
+    Used as a context manager around the loop, as ``torch.profiler`` is: what a GPU holds (weights, gradients,
+    optimizer state, the tensors autograd saves, autocast's copies, the batch) becomes the allocations of a
+    snapshot taken at the start and after steps; :meth:`save` writes a run that ``buddy analyze`` reads.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model, on the CPU or CUDA, in fp32, bf16 or fp16 (with autocast).
+    optimizer : torch.optim.Optimizer, optional
+        Its optimizer: given, a step is a training step; without it, a forward pass (inference).
+    loss_fn : torch.nn.Module, optional
+        The loss module (e.g. ``nn.CrossEntropyLoss()``), hooked like the model, so the tensors it saves are named
+        after it and its other arguments are the step's ``targets``.
+    name : str, optional
+        The run's name (default: the model's class, lower case).
+    every : int
+        A snapshot at the start and after every ``every``-th step (0: only those :meth:`snapshot` takes).
+    inference : bool, optional
+        A step is a forward pass and activations are the leaf modules' outputs (default: when no optimizer is given).
+    compressors, references : sequence of str
+        What each allocation is compressed with (default: :data:`COMPRESSORS`, and zstd and lz4 as the built-in
+        runs).
+    keep_bytes : bool
+        Whether the snapshots also keep a copy of the bytes.
+
+    Raises
+    ------
+    CaptureError
+        A model it cannot record (a TorchScript module, meta tensors, tensors on several devices) or a bad argument,
+        in one line saying so.
     """
 
     suite = "user"

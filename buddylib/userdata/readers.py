@@ -59,7 +59,37 @@ MAX_DEPTH = 64
 
 def read(path: str | os.PathLike, dtype: str | None = None, shape: tuple[int, ...] | None = None,
          prefix: str = "", max_bytes: int = MAX_BYTES) -> list[Allocation]:
-    """Allocations held in ``path``; ``dtype`` (and ``shape``) read it as a raw dump."""
+    """The allocations a file or zarr store holds, one per array, as a GPU would hold them.
+
+    Headers are checked before any data is read; an array's bytes are its elements in logical C order,
+    little-endian; empty arrays are skipped; tensors sharing one storage are that storage once.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A ``.npy``, ``.npz``, ``.safetensors`` or ``.pt``/``.pth`` file, a zarr store, or a raw dump.
+    dtype : str, optional
+        Read ``path`` as a raw dump of this dtype.
+    shape : tuple of int, optional
+        The raw dump's shape (default: one dimension).
+    prefix : str
+        Put before every allocation's name (to tell apart files of the same name).
+    max_bytes : int
+        The largest input accepted: a store can declare terabytes of fill value.
+
+    Returns
+    -------
+    list of Allocation
+        One per non-empty array, named after it.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``path`` does not exist.
+    ValueError
+        Anything wrong with the input, in one line naming the file (and the array): not a regular file or store,
+        a header that does not hold, more than ``max_bytes``, a dtype it cannot take.
+    """
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"{p}: no such file or directory")
