@@ -253,9 +253,6 @@ def analyze(data: Any, compressors: Sequence[str] = DEFAULT_COMPRESSORS,
             region: int | str | None = None, rule: str = "budget") -> xr.Dataset:
     """Buddy Compression capacity results for ``data`` (SPEC §3) as an ``xarray.Dataset``.
 
-    Every entry of every allocation is compressed once (the expensive step, chunk by chunk, on dask with
-    ``client``); everything else follows from the per-allocation sector histograms.
-
     Parameters
     ----------
     data : Snapshot, list of Snapshot, dict of str to array, or array
@@ -272,12 +269,10 @@ def analyze(data: Any, compressors: Sequence[str] = DEFAULT_COMPRESSORS,
         allocation and snapshot, knowing that snapshot (an upper bound).
     zero_flag : bool
         Whether an all-zero entry takes no sectors (a flag in its metadata).
-    access : dict of str to array, optional
-        Accesses per entry of each allocation, to weigh the buddy-access fraction (else entries weigh alike).
-    client : dask.distributed.Client, optional
-        Compress chunk by chunk as tasks on this cluster (dask-array data does so without one).
+    access, client
+        Accesses per entry of each allocation (weighing the buddy-access fraction); a dask cluster to compress on.
     chunk_bytes, progress, worker_threads
-        Chunk size of the compression, a progress bar (None: on where it takes long), numba threads per task.
+        Chunk size, a progress bar (None: where it takes long), numba threads per task.
     region : int or str, optional
         One target per allocation (``None`` or ``"allocation"``, the paper's) or per aligned region of that size
         (``"64KiB"``, a power of two from 4 KiB).

@@ -399,43 +399,19 @@ def sweep(ws: Workset | Replay, gpus: Sequence[str] = (paper.HEADLINE["gpu"],),
           bandwidth_credit: Sequence[bool] = (True,), params: Params | None = None,
           region: int | str | None = None, rule: str = "budget",
           targets: Sequence[float] = layout.TARGETS, policy: str = "profile") -> xr.Dataset:
-    """The slowdown of one iteration against an ideal GPU, over every combination of the swept parameters.
+    """The slowdown of one iteration against an ideal GPU (``slowdown`` in a Dataset, with the seconds and traffic
+    behind it), one dim per swept parameter, over every combination of them; ``ValueError`` for a bad one.
 
     Parameters
     ----------
     ws : Workset or Replay
-        A run's per-entry replay (:meth:`Workset.load`) or what a committed summary keeps of it
-        (:class:`buddylib.timing.accesses.Accesses`, :func:`buddylib.studies.summaries.replay`).
-    gpus, links : sequence of str
-        Presets of :mod:`buddylib.timing.hardware` (``GPUS``, ``LINKS``).
-    thresholds : sequence of float
-        Buddy thresholds the targets are chosen at.
-    latency_scales : sequence of float
-        Multiples of each link's latency.
-    metadata_cache_bytes : sequence of int, optional
-        Metadata-cache sizes (default: ``params``' size).
-    outstanding : sequence of int, optional
-        Link requests a GPU keeps in flight, which hide the link's latency (default: ``params``' value).
-    bandwidth_credit : sequence of bool
-        Whether compressed entries also save HBM bytes (True) or every accessed entry costs its uncompressed
-        bytes, so Buddy only adds time (False: the paper's comparison).
-    params : Params, optional
-        The model's other constants (metadata cache geometry, Unified Memory's fault cost...).
-    region, rule, targets, policy
-        The targets: chosen by ``policy`` per allocation or, with ``region``, per region of that size by ``rule``
-        (:mod:`buddylib.regions`), from ``targets``.
-
-    Returns
-    -------
-    xarray.Dataset
-        ``slowdown`` (buddy over baseline seconds) and the seconds and traffic behind it, dims ``gpu``, ``link``,
-        ``threshold``, ``latency_scale``, ``metadata_cache_bytes``, ``outstanding``, ``bandwidth_credit``.
-
-    Raises
-    ------
-    ValueError
-        A preset that does not exist, a threshold outside [0, 1], fewer than one request in flight, or a
-        metadata cache a summary does not keep.
+        A run's per-entry replay or a committed summary's accesses (:func:`buddylib.studies.summaries.replay`).
+    gpus, links, thresholds, latency_scales, metadata_cache_bytes, outstanding, bandwidth_credit : sequence
+        Swept: presets of :mod:`buddylib.timing.hardware`, buddy thresholds, multiples of the link's latency,
+        metadata-cache sizes and link requests in flight (default: ``params``'), and whether compressed entries
+        save HBM bytes (False: each accessed entry costs its uncompressed bytes, the paper's comparison).
+    params, region, rule, targets, policy
+        The model's other constants; the targets, per allocation or per ``region`` by ``rule``.
     """
     from buddylib import regions
 
