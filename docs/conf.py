@@ -1,7 +1,7 @@
 """Sphinx configuration of buddylib's documentation site (``make docs``).
 
 The pages are MyST Markdown; the notebooks are rendered from their committed outputs, never executed here; the API
-pages are generated from the docstrings (autosummary, numpydoc sections read by napoleon) and the CLI page from the
+pages are generated from the docstrings (autosummary, their sections read by numpydoc) and the CLI page from the
 ``buddy`` command's argparse parsers (sphinx-argparse). ``make docs`` builds with warnings as errors: a broken
 cross-reference, a public name without a docstring or a notebook that does not render fails the build.
 """
@@ -53,8 +53,6 @@ autodoc_default_options = {"members": True, "member-order": "bysource", "undoc-m
 autodoc_typehints = "description"
 autodoc_typehints_description_target = "documented_params"
 autodoc_preserve_defaults = True
-# a type alias is documented by its comment, not as a class (autodoc cannot format its signature)
-autodoc_type_aliases: dict[str, str] = {}
 numpydoc_show_class_members = False
 numpydoc_xref_param_type = False
 numpydoc_validation_checks: set[str] = set()

@@ -180,16 +180,21 @@ def _scale_rows(r: Results) -> list[str]:
     credit (geometric means), where each came from, beside the paper's."""
     if r.scales.empty:
         return []
+    return ["### The headline at each size", "",
+            f"Per suite and size (BPC-32, threshold {paper.HEADLINE['threshold']:.0%}, {paper.HEADLINE['gpu']} + "
+            f"{paper.HEADLINE['link']}): mean ideal and effective ratio, geometric-mean slowdown against an ideal GPU "
+            "without and with bandwidth credit. The paper sized its inputs to fill a 12-32 GB GPU; its numbers are "
+            "quoted, not computed.", "", *scale_table(r.scales)]
+
+
+def scale_table(scales: pd.DataFrame) -> list[str]:
+    """The headline per suite and size as a Markdown table, one row per row of ``scales`` (the index's, and the
+    documentation site's landing page's)."""
     theirs = {"hpc": f"{paper.HPC_RATIO_ISCA}x (ISCA; arXiv {paper.HPC_RATIO_ARXIV}x), {paper.SLOWDOWN_TEXT}",
               "dl": f"{paper.DL_RATIO}x, {paper.SLOWDOWN_TEXT}"}
-    lines = ["### The headline at each size", "",
-             f"Per suite and size (BPC-32, threshold {paper.HEADLINE['threshold']:.0%}, {paper.HEADLINE['gpu']} + "
-             f"{paper.HEADLINE['link']}): mean ideal and effective ratio, geometric-mean slowdown against an ideal GPU "
-             "without and with bandwidth credit. The paper sized its inputs to fill a 12-32 GB GPU; its numbers are "
-             "quoted, not computed.", "",
-             "| suite | size | where from | ideal | effective | slowdown | with credit | paper (quoted) |",
+    lines = ["| suite | size | where from | ideal | effective | slowdown | with credit | paper (quoted) |",
              "|---|---|---|---|---|---|---|---|"]
-    for _, row in r.scales.iterrows():
+    for _, row in scales.iterrows():
         timed = int(row.get("timed", row["workloads"]) if pd.notna(row.get("timed", np.nan)) else row["workloads"])
         slow = (f"{100 * (row['slowdown'] - 1):+.2f}%" + (f" ({timed} of {row['workloads']})"
                                                           if timed < row["workloads"] else "")

@@ -6,16 +6,11 @@ the summaries committed in ``data/summaries`` (their histograms and accesses), a
 
 from __future__ import annotations
 
-import math
 import types
 
 from docutils import nodes
 from docutils.statemachine import StringList
 from sphinx.util.docutils import SphinxDirective
-
-
-def _pct(x: float) -> str:
-    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * (x - 1):+.2f}%"
 
 
 def _size(scale: str) -> str:
@@ -29,27 +24,15 @@ def _size(scale: str) -> str:
 
 
 def headline_rows() -> list[str]:
-    """The Markdown table of the headline at each committed summary's scale."""
-    from buddylib import paper
+    """The headline at each committed summary's scale, as the report index tables it."""
+    import pandas as pd
+
+    from buddylib.report import index_page
     from buddylib.studies import fidelity, granularity_measure
 
-    theirs = {"hpc": f"{paper.HPC_RATIO_ISCA}x, {paper.SLOWDOWN_TEXT}",
-              "dl": f"{paper.DL_RATIO}x, {paper.SLOWDOWN_TEXT}"}
-    rows = ["| suite | size | ideal | effective | slowdown | with credit | the paper's (quoted) |",
-            "|---|---|---|---|---|---|---|"]
-    for suite, scales in granularity_measure.SUMMARY_SCALES.items():
-        for scale in scales:
-            r = fidelity.scale_headline(suite, scale)
-            if not r:
-                continue
-            timed = r["timed"]
-            slow = _pct(r["slowdown"]) + (f" ({timed} of {r['workloads']} keep their accesses)"
-                                           if 0 < timed < r["workloads"] else "")
-            if not timed:
-                slow = "capacity only (no accesses kept)"
-            rows.append(f"| {suite.upper()} ({r['workloads']}) | {_size(r['size'])} | {r['ideal']:.2f}x | "
-                        f"{r['effective']:.2f}x | {slow} | {_pct(r['slowdown_credit'])} | {theirs[suite]} |")
-    return rows
+    rows = [r | {"size": _size(r["size"])} for suite, scales in granularity_measure.SUMMARY_SCALES.items()
+            for r in (fidelity.scale_headline(suite, s) for s in scales) if r]
+    return index_page.scale_table(pd.DataFrame(rows))
 
 
 class Headline(SphinxDirective):
