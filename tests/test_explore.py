@@ -201,3 +201,18 @@ def test_the_view_draws_a_model_and_the_controls_set_it(explorer) -> None:
     explorer.controls["accounting"].value = True
     assert explorer.model.settings["threshold"] == 0.1 and explorer.model.settings["bandwidth_credit"] is True
     assert explorer.numbers is explorer.model.numbers and "draw" in explorer.timings[-1]
+
+
+def test_where_widgets_cannot_run_a_still_of_the_controls_shows(explorer) -> None:
+    """The explorer's output: the live widget for JupyterLab, a still of every control (as HTML, its value chosen)
+    for an HTML export once the widget's id is stripped, and a line of the values, never the widgets' repr."""
+    bundle = explorer._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    plain, html = bundle["text/plain"], bundle["text/html"]
+    c = explorer.controls
+    assert "VBox(" not in plain and plain.startswith(f"Explorer(workload={c['workload'].value!r}, snapshot=")
+    for control in c.values():
+        assert f">{control.description}</label>" in html
+    assert f"<option selected>{c['link'].value}</option>" in html
+    assert f"value='{c['threshold'].value}'> {c['threshold'].value:.2f}" in html
+    assert html.count("background:#1976d2") == 1  # the chosen accounting, marked

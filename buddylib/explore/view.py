@@ -215,6 +215,17 @@ class Explorer:
     view = property(lambda self: self.model.view)
     slowdown = property(lambda self: self.model.slowdown)
 
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        """The live controls where a front end runs widgets (JupyterLab), else a still of them (``text/html``:
+        what an HTML export, the report and the documentation show once the widget's model id is stripped), and
+        a line of their values as ``text/plain`` (what nbval compares) instead of the widgets' repr."""
+        bundle = dict(self.ui._repr_mimebundle_(include=include, exclude=exclude) or {})
+        values = ", ".join(f"{k}={_value(c)!r}" for k, c in self.controls.items())
+        bundle["text/plain"] = f"Explorer({values})"
+        bundle["text/html"] = still(self.controls, [("workload", "snapshot", "compressor", "threshold"),
+                                                    ("policy", "gpu", "link"), ("region", "rule")], "accounting")
+        return bundle
+
     def _hist(self, compressor: str) -> Any:
         return self.model._hist(compressor)
 
@@ -271,6 +282,44 @@ class Explorer:
         last["total"] += seconds
         self.summary.value = _escape(self.text()).replace("\n", "<br>") + \
             f"<br><small>updated in {last['total']:.2f} s</small>"
+
+
+def _value(control: Any) -> Any:
+    """A control's value as its label shows it (a toggle's label, not the value behind it)."""
+    labels = getattr(control, "_options_labels", None)
+    index = getattr(control, "index", None)
+    return labels[index] if labels is not None and index is not None else control.value
+
+
+def _still_control(control: Any) -> str:
+    """One control as disabled HTML: its description, then its value as the widget would show it."""
+    label = (f"<label style='display:inline-block;width:110px;text-align:right;padding-right:8px'>"
+             f"{_escape(control.description)}</label>")
+    value = _value(control)
+    if hasattr(control, "readout"):  # a slider
+        text = f"{value:{control.readout_format}}" if hasattr(control, "readout_format") else str(value)
+        field = (f"<input type='range' disabled min='{control.min}' max='{control.max}' step='{control.step}' "
+                 f"value='{value}'> {_escape(text)}")
+    else:
+        field = f"<select disabled><option selected>{_escape(str(value))}</option></select>"
+    return f"<div style='margin:3px 0'>{label}{field}</div>"
+
+
+def still(controls: dict[str, Any], columns: list[tuple[str, ...]], row: str) -> str:
+    """A still of the explorer's controls as static HTML: ``columns`` of controls side by side, then ``row``'s
+    buttons, the chosen one marked. What a renderer without a widget manager shows in place of the widgets."""
+    cols = "".join("<div style='margin-right:16px'>" + "".join(_still_control(controls[k]) for k in col) + "</div>"
+                   for col in columns)
+    toggle = controls[row]
+    chosen = "background:#1976d2;color:white"
+    buttons = "".join(f"<button disabled style='width:200px;margin-right:2px;{chosen if i == toggle.index else ''}'>"
+                      f"{_escape(label)}</button>" for i, label in enumerate(toggle._options_labels))
+    return (f"<div class='buddy-explorer-still' style='font-family:sans-serif;font-size:13px'>"
+            f"<div style='display:flex'>{cols}</div>"
+            f"<div><label style='display:inline-block;width:110px;text-align:right;padding-right:8px'>"
+            f"{_escape(toggle.description)}</label>{buttons}</div>"
+            f"<div><small>(a still of the explorer's controls: run the notebook in JupyterLab to use them)"
+            f"</small></div></div>")
 
 
 def _escape(text: str) -> str:
