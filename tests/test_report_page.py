@@ -40,7 +40,9 @@ def small_results() -> index_page.Results:
         bpc_ratio={"sparse": 1.06, "smooth": 1.0, "random": 1.0}, bench_markdown="# Compressor benchmark\n\ntext\n",
         files={"hpc": ["hpc/hpc_ratios.nc"], "slowdown": ["slowdown/slowdown.csv"],
                "bench": ["bench/bench.csv", "bench/bench.md", "bench/bench.png"]},
-        took={"compressor benchmark": 1.0, "HPC analysis": 2.0, "slowdown collection": 0.5, "total": 3.5},
+        took={"compressor benchmark": 1.0, "HPC analysis": 2.0, "slowdown collection": 0.5,
+              "explorer in JupyterLab": 0.0, "total": 3.5},
+        skipped={"explorer in JupyterLab": "no Chromium on PATH: `apt-get install chromium` (Debian) enables it"},
         tasks={"run:ostencil@quick": 0.7, "notebook 02_hpc_ratios": 15.0}, environment={"cpus": "2"},
         notebooks=[{"notebook": "02_hpc_ratios", "seconds": 15.0, "files": ["hpc_ratios.csv", "hpc_ratios.png"]},
                    {"notebook": "09_fidelity", "seconds": 30.0, "files": ["attribution.png", "dl_attribution.csv"]}],
@@ -88,6 +90,8 @@ def test_page_shows_the_results(page: Path) -> None:
     assert "share of the gap" in html and "Step times" in html and "Environment" in html
     assert f'href="{index_page.SITE}/notebooks/09_fidelity.html"' in html  # each notebook's page on the site
     assert f'href="{index_page.SITE}/guide/index.html"' in html  # and where to start
+    # a step that did not do its work says why and how to enable it, never "done in 0 s"
+    assert "| explorer in JupyterLab | skipped: no Chromium on PATH: `apt-get install chromium`" in text
 
 
 def test_page_renders_again_from_saved_results(page: Path) -> None:

@@ -127,3 +127,21 @@ def test_a_notebook_helper_stales_no_result_and_an_analysis_stales_its_own(tmp_p
     finally:
         monkeypatch.undo()
         provenance.code_version.cache_clear()
+
+
+def test_a_skipped_screenshot_says_why(tmp_path: Path, monkeypatch) -> None:
+    """Without Chromium the JupyterLab screenshot is skipped, and the reason (with how to enable it) reaches the
+    index instead of a time; a browser failure is reported the same way, and the run goes on."""
+    from buddylib import explore
+    from buddylib.report import reproduce
+
+    executed = [{"notebook": "00_explore", "seconds": 1.0, "files": []}]
+    monkeypatch.setattr(explore, "screenshot_lab", lambda path: None)
+    assert "apt-get install chromium" in reproduce._explorer_screenshot(tmp_path, executed)
+
+    def broken(path: Path) -> Path:
+        raise RuntimeError("no\ndisplay")
+
+    monkeypatch.setattr(explore, "screenshot_lab", broken)
+    assert reproduce._explorer_screenshot(tmp_path, executed) == "the browser failed (RuntimeError: no display)"
+    assert executed[0]["files"] == []

@@ -68,6 +68,9 @@ class Results:
     dl_ideal: dict[str, float] = field(default_factory=dict)
     # the headline per suite and size: this run's, and at the committed summaries' scales (computed from them)
     scales: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # phases that did not do their work, each with why and how to enable it (the JupyterLab screenshot without a
+    # browser): the step table says so instead of a time
+    skipped: dict[str, str] = field(default_factory=dict)
 
     def save(self, path: Path) -> Path:
         """Write as JSON (floats round-trip exactly)."""
@@ -348,7 +351,9 @@ def _summaries(r: Results) -> list[str]:
 def _step_times(r: Results) -> list[str]:
     slowest = sorted(r.tasks.items(), key=lambda kv: -kv[1])[:12]
     return ["", "## Step times", "", f"On {r.environment.get('cpus', '?')} cores; tasks run in parallel within a "
-            "phase.", "", "| phase | took |", "|---|--:|", *(f"| {k} | {_seconds(v)} |" for k, v in r.took.items()), "",
+            "phase.", "", "| phase | took |", "|---|--:|",
+            *(f"| {k} | " + (f"skipped: {r.skipped[k]}" if k in r.skipped else _seconds(v)) + " |"
+              for k, v in r.took.items()), "",
             "| slowest tasks | took |", "|---|--:|", *(f"| {k} | {_seconds(v)} |" for k, v in slowest)]
 
 

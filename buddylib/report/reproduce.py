@@ -88,7 +88,7 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
     with clock("headline at the committed summaries' scales"):
         scales = _scales(hpc, slow, dl, scale, full)
     with clock("explorer in JupyterLab"):
-        _explorer_screenshot(out, executed)
+        skipped = _explorer_screenshot(out, executed)
     task_seconds |= {f"notebook {nb['notebook']}": nb["seconds"] for nb in executed}
     bpc = df[(df.compressor == "bpc32") & (df.operation == "size")].set_index("kind")
     results = index_page.Results(
@@ -102,7 +102,7 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
                "bench": [p.relative_to(out).as_posix() for p in bench_paths.values()]},
         took=clock.took | {"total": sum(clock.took.values())}, tasks=task_seconds, environment=_environment(),
         notebooks=executed, **dl, batch_gain=_batch_gain(out), fidelity=_fidelity_tables(out), **_llm(out),
-        granularity=_granularity(out), scales=scales,
+        granularity=_granularity(out), scales=scales, skipped={"explorer in JupyterLab": skipped} if skipped else {},
         summaries=remake.provenance() if full else pd.DataFrame())
     _save_steps(out, results.took, results.tasks)
     return index_page.write(results, out)
@@ -167,23 +167,27 @@ def run_notebooks(out: Path, data: Path, scale: str, names: list[str] | None, on
             for nb in books]
 
 
-def _explorer_screenshot(out: Path, executed: list[dict[str, object]]) -> None:
+def _explorer_screenshot(out: Path, executed: list[dict[str, object]]) -> str | None:
     """Notebook 00's live controls as JupyterLab shows them (headless Chromium), beside its executed copy, so
-    the report shows what exploring looks like. Without Chromium, or if the browser fails, a message says so
-    and the run goes on: the picture illustrates, no number depends on it."""
+    the report shows what exploring looks like. Without Chromium, or if the browser fails, the run goes on (the
+    picture illustrates, no number depends on it) and this returns why it was skipped and how to enable it, for
+    the log and the index."""
     nb = next((nb for nb in executed if nb["notebook"] == "00_explore"), None)
     if nb is None:
-        return
+        return "notebook 00 did not run"
     from buddylib import explore
 
     (out / "00_explore").mkdir(parents=True, exist_ok=True)
     try:
         png = explore.screenshot_lab(out / "00_explore" / "jupyterlab.png")
     except Exception as err:  # a browser or server failure must not lose the run's results
-        print(f"explorer screenshot not taken: {type(err).__name__}: {err}", flush=True)
-        return
-    if png is not None:
-        nb["files"] = sorted({*nb["files"], png.name})  # type: ignore[misc]
+        why = f"the browser failed ({type(err).__name__}: {' '.join(str(err).split())[:200]})"
+        print(f"explorer screenshot not taken: {why}", flush=True)
+        return why
+    if png is None:
+        return "no Chromium on PATH: `apt-get install chromium` (Debian) enables it"
+    nb["files"] = sorted({*nb["files"], png.name})  # type: ignore[misc]
+    return None
 
 
 def _dl_numbers(data: Path, scale: str, names: list[str] | None) -> dict[str, dict[str, float]]:
@@ -286,7 +290,8 @@ class _Clock:
     estimate first (from the last run's ``steps.csv``), so a person can tell how far along it is."""
 
     PHASES = ("compressor benchmark", "workload runs, sweeps and studies (parallel)", "HPC analysis",
-              "slowdown collection", "notebooks (parallel)", "DL analysis", "explorer in JupyterLab")
+              "slowdown collection", "notebooks (parallel)", "DL analysis",
+              "headline at the committed summaries' scales", "explorer in JupyterLab")
 
     def __init__(self, last: dict[str, float]) -> None:
         self.last, self.took = last, {}
