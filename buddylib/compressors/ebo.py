@@ -256,6 +256,34 @@ def _peek(code, pos):
 
 
 @nb.njit(inline="always")
+def _mask(code, pos, out, e):
+    """Read the mask at bit ``pos`` into ``out[e]`` (a coded value's flag 1, a zero word's 0); the count of ones."""
+    n = 0
+    for part in range(out.shape[1] // 32):
+        bits = np.int64(_peek(code, pos + 32 * part) >> np.uint64(32))
+        for j in range(32):
+            one = (bits >> (31 - j)) & 1
+            out[e, 32 * part + j] = one
+            n += one
+    return n
+
+
+@nb.njit(inline="always")
+def _place(out, e, tmp, z):
+    """The decoded values ``tmp`` into ``out[e]``: in order, or (``z``) at the mask's ones, zeros between."""
+    nv = out.shape[1]
+    if z == 0:
+        for i in range(nv):
+            out[e, i] = tmp[i]
+    else:
+        c = 0
+        for i in range(nv):
+            one = np.int64(out[e, i])
+            out[e, i] = tmp[c] * one
+            c += one
+
+
+@nb.njit(inline="always")
 def _values(code, length, E, M, out, e, tmp):
     """Decode the code of ``length`` bits at address ``code`` into ``out[e]``; return ``(0, its plan z << 11 | k
     << 8 | b)`` or ``(a DECODE_ERRORS code, 0)``. Its reads stay within the :data:`MARGIN` bytes from ``code``."""
@@ -271,14 +299,8 @@ def _values(code, length, E, M, out, e, tmp):
     if z == 1:
         if pos + nv > length:
             return 1, 0
-        n = 0
-        for part in range(nv // 32):  # the mask: a coded value's flag 1, a zero word's 0, in ``out``
-            bits = np.int64(_peek(code, pos) >> np.uint64(32))
-            pos += 32
-            for j in range(32):
-                one = (bits >> (31 - j)) & 1
-                out[e, 32 * part + j] = one
-                n += one
+        n = _mask(code, pos, out, e)
+        pos += nv
     if n > 0:
         if pos + E + 3 > length:
             return 1, 0
@@ -333,15 +355,7 @@ def _values(code, length, E, M, out, e, tmp):
             tmp[j] = ((head >> k) << sshift) | (ex << M) | mant
             pos += M
             j += 1
-    if z == 0:
-        for i in range(nv):
-            out[e, i] = tmp[i]
-    else:  # the coded values to their places, zeros between
-        c = 0
-        for i in range(nv):
-            one = np.int64(out[e, i])
-            out[e, i] = tmp[c] * one
-            c += one
+    _place(out, e, tmp, z)
     if pos != length:
         return 2, 0
     return 0, (z << 11) | (k << 8) | b
