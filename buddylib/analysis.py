@@ -37,7 +37,30 @@ RESULT_SOURCE = "buddylib.analysis.analyze"
 
 
 def as_snapshots(data: Any) -> list[Snapshot]:
-    """Snapshots from a Snapshot, a list of them, ``{name: array}``, Allocations or one array."""
+    """Snapshots from a Snapshot, a list of them, ``{name: array}``, Allocations or one array.
+
+    Parameters
+    ----------
+    data : Snapshot, list of Snapshot, dict of str to array, list of Allocation, or array
+        ``{name: array}`` and a list of allocations make one snapshot (workload ``user``); one array makes a
+        snapshot of one allocation, ``data``.
+
+    Returns
+    -------
+    list of Snapshot
+
+    Raises
+    ------
+    ValueError
+        An empty mapping, or an empty array.
+    TypeError
+        An array of text or Python objects.
+
+    Examples
+    --------
+    >>> [a.name for s in as_snapshots(np.zeros(64)) for a in s.allocations]
+    ['data']
+    """
     if isinstance(data, Snapshot):
         return [data]
     if isinstance(data, Mapping):
@@ -108,9 +131,37 @@ def sector_histograms(snapshots: Sequence[Snapshot], compressors: Sequence[str] 
                       worker_threads: int = 1) -> xr.DataArray:
     """Entries per sector count: ``(snapshot, allocation, compressor, weighting, sectors)``.
 
-    ``weighting`` is ``entries`` (plain counts) or ``accesses`` (weighted by ``access[name]``,
-    one weight per entry; equal to ``entries`` where no weights are given). With
-    ``client`` (a ``dask.distributed.Client``) or dask-array data, chunks run as dask tasks.
+    Chunk by chunk; with ``client`` or dask-array data, the chunks run as dask tasks and their histograms add up
+    to the serial result. Allocations that already hold every compressor's sectors (a loaded run) are not
+    compressed again.
+
+    Parameters
+    ----------
+    snapshots : sequence of Snapshot
+        The run.
+    compressors : sequence of str
+        Compressor names (:func:`check_compressors`).
+    zero_flag : bool
+        Whether an all-zero entry takes no sectors (a flag in its metadata).
+    access : mapping of str to numpy.ndarray, optional
+        Accesses per entry of the named allocations: finite, >= 0, one per entry.
+    client : dask.distributed.Client, optional
+        A dask cluster to compress on.
+    chunk_bytes, progress, worker_threads
+        Chunk size, a progress bar (None: where there are 256 MiB or more), numba threads per dask task.
+
+    Returns
+    -------
+    xarray.DataArray
+        ``sector_count``; ``weighting`` is ``entries`` (plain counts) or ``accesses`` (weighted by
+        ``access[name]``; equal to ``entries`` where no weights are given). Zeros where a snapshot lacks an
+        allocation.
+
+    Raises
+    ------
+    ValueError
+        An unknown or repeated compressor, access weights that do not fit, or an allocation with neither bytes
+        nor sectors.
     """
     compressors = check_compressors(compressors)
     names = _allocation_names(snapshots)
@@ -217,7 +268,23 @@ def _allocation_names(snapshots: Sequence[Snapshot]) -> list[str]:
 
 
 def check_compressors(compressors: Sequence[str] | str) -> list[str]:
-    """Compressor names as a list; ``ValueError`` for none, an unknown one or one given twice."""
+    """Compressor names as a list.
+
+    Parameters
+    ----------
+    compressors : str or sequence of str
+        Names among :func:`buddylib.compressors.names`.
+
+    Returns
+    -------
+    list of str
+        In the order given.
+
+    Raises
+    ------
+    ValueError
+        None given, an unknown one or one given twice.
+    """
     compressors = [compressors] if isinstance(compressors, str) else list(compressors)
     if not compressors:
         raise ValueError("compressors: at least one is needed; available: " + ", ".join(compressor_names()))
@@ -331,10 +398,33 @@ def region_histograms(snapshots: Sequence[Snapshot], compressors: Sequence[str],
                       zero_flag: bool = True, access: Mapping[str, np.ndarray] | None = None,
                       progress: bool | None = None, client: Any = None, chunk_bytes: int = CHUNK_BYTES,
                       worker_threads: int = 1) -> dict[str, np.ndarray]:
-    """Entries per sector count in each aligned ``region``-byte region of every allocation:
-    ``{name: [snapshot, region, compressor, weighting, 5]}`` (zeros where a snapshot lacks the allocation or
-    its region), weighting as in :func:`sector_histograms`. Chunk by chunk (whole regions each); with ``client``
-    (a ``dask.distributed.Client``) or dask-array data, the chunks to compress run as dask tasks."""
+    """Entries per sector count in each aligned ``region``-byte region of every allocation.
+
+    Chunk by chunk (whole regions each); with ``client`` or dask-array data, the chunks to compress run as dask
+    tasks.
+
+    Parameters
+    ----------
+    snapshots : sequence of Snapshot
+        The run.
+    compressors : sequence of str
+        Compressor names (:func:`check_compressors`).
+    region : int
+        Region bytes (:func:`buddylib.regions.region_bytes`).
+    zero_flag, access, progress, client, chunk_bytes, worker_threads
+        As in :func:`sector_histograms`; a chunk holds at least one region.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``{name: [snapshot, region, compressor, weighting, 5]}``, weighting as in :func:`sector_histograms`;
+        zeros where a snapshot lacks the allocation or its region.
+
+    Raises
+    ------
+    ValueError
+        As :func:`sector_histograms` raises.
+    """
     compressors = check_compressors(compressors)
     names = _allocation_names(snapshots)
     per = region // ENTRY_BYTES
@@ -389,12 +479,36 @@ def analyze_histograms(counts: xr.DataArray, snapshots: Sequence[Snapshot],
                        zero_flag: bool = True, region: int | str | None = None, rule: str = "budget",
                        region_counts: Mapping[str, np.ndarray] | None = None) -> xr.Dataset:
     """:func:`analyze` of a run kept only as sector histograms (e.g. a committed summary of a run too large
-    to keep per entry): ``counts`` are entries per sector count, dims ``(snapshot, allocation, compressor,
-    sectors)``; ``snapshots`` say each allocation's kind, dtype and bytes (their ``data`` and ``sectors``
-    are not read). Without an access profile, accesses weigh like entries, as in :func:`analyze`. With
-    ``region``, ``region_counts`` holds each allocation's histograms per region of that size,
-    ``{name: [snapshot, region, compressor, sectors]}``.
+    to keep per entry).
 
+    Without an access profile, accesses weigh like entries, as in :func:`analyze`.
+
+    Parameters
+    ----------
+    counts : xarray.DataArray
+        Entries per sector count, dims ``(snapshot, allocation, compressor, sectors)``.
+    snapshots : sequence of Snapshot
+        Each allocation's kind, dtype and bytes (their ``data`` and ``sectors`` are not read).
+    thresholds, targets, policy, zero_flag, region, rule
+        As in :func:`analyze`.
+    region_counts : mapping of str to numpy.ndarray, optional
+        With ``region``: each allocation's histograms per region of that size,
+        ``{name: [snapshot, region, compressor, sectors]}``.
+
+    Returns
+    -------
+    xarray.Dataset
+        As :func:`analyze` returns it.
+
+    Raises
+    ------
+    ValueError
+        An unsupported threshold, target, policy, region or rule; histograms without 5 bins or with negative
+        counts; with ``region``, an allocation without region histograms or with ones that do not add up to its
+        histogram.
+
+    Examples
+    --------
     >>> import numpy as np
     >>> run = {"x": np.zeros(1024, np.float32), "y": np.arange(1024, dtype=np.int32)}
     >>> full = analyze(run, compressors=["bpc32"])
@@ -429,8 +543,12 @@ def analyze_histograms(counts: xr.DataArray, snapshots: Sequence[Snapshot],
 def summarize(hist: xr.DataArray, snapshots: Sequence[Snapshot], thresholds: np.ndarray, targets: np.ndarray,
               policy: str = "profile", zero_flag: bool = True,
               by_region: tuple[int, str, Mapping[str, np.ndarray]] | None = None) -> xr.Dataset:
-    """All capacity results derived from sector histograms (see :func:`analyze`); ``by_region``: the region
-    size, the rule and :func:`region_histograms`' result, for targets per region."""
+    """All capacity results (:func:`analyze`'s Dataset) derived from sector histograms, :func:`sector_histograms`'.
+
+    Parameters
+    ----------
+    hist, snapshots, thresholds, targets, policy, zero_flag, by_region
+        As :func:`analyze` passes them; ``by_region``: region size, rule, :func:`region_histograms`' result, or None."""
     names = list(hist.allocation.values)
     meta = _allocation_table(snapshots, names)
     counts = hist.sel(weighting="entries", drop=True).astype(np.int64)
@@ -599,9 +717,30 @@ def allocation_table(ds: xr.Dataset, compressor: str | None = None, threshold: f
                      snapshot: int = -1) -> pd.DataFrame:
     """One row per allocation of one snapshot: what ``buddy analyze`` prints (its totals: :func:`total_row`).
 
-    Columns: kind, dtype, bytes, ideal ratio per compressor, and for ``compressor`` at
-    ``threshold``: chosen target, overflow (%), device bytes, buddy bytes and the effective
-    ratio, bytes / (device + metadata bytes).
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A result of :func:`analyze`.
+    compressor : str, optional
+        Whose placement to show (default: the first, the layout's).
+    threshold : float, optional
+        Buddy threshold to show (default: the first); one of ``ds``'s.
+    snapshot : int
+        Position of the snapshot, negative from the end (default: the last).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by allocation, those present in the snapshot. Columns: kind, dtype, bytes, ideal ratio per
+        compressor, and for ``compressor`` at ``threshold``: chosen target, overflow (%), device bytes, buddy
+        bytes and the effective ratio, bytes / (device + metadata bytes).
+
+    Raises
+    ------
+    KeyError
+        A ``compressor`` or ``threshold`` that ``ds`` lacks.
+    IndexError
+        A ``snapshot`` out of range.
     """
     compressor, threshold, s = _table_at(ds, compressor, threshold, snapshot)
     at = {"compressor": compressor, "threshold": threshold}
@@ -622,6 +761,22 @@ def total_row(ds: xr.Dataset, compressor: str | None = None, threshold: float | 
     """The snapshot's totals, with :func:`allocation_table`'s columns; device bytes include the metadata.
 
     Kept apart from the allocations' rows: an allocation may be called anything, "TOTAL" included.
+
+    Parameters
+    ----------
+    ds, compressor, threshold, snapshot
+        As in :func:`allocation_table`.
+
+    Returns
+    -------
+    pandas.Series
+        Named ``TOTAL``: the bytes and ideal ratios of the whole snapshot, overflow weighted by entries, no
+        target (NaN), and the snapshot's effective ratio.
+
+    Raises
+    ------
+    KeyError, IndexError
+        As :func:`allocation_table` raises them.
     """
     compressor, threshold, s = _table_at(ds, compressor, threshold, snapshot)
     at = {"compressor": compressor, "threshold": threshold}
@@ -646,7 +801,19 @@ def _table_at(ds: xr.Dataset, compressor: str | None, threshold: float | None,
 
 
 def is_result(path: str | Path) -> bool:
-    """Whether ``path`` is a result :func:`analyze` made and ``buddy analyze --out`` wrote (netCDF or zarr)."""
+    """Whether ``path`` is a result :func:`analyze` made and ``buddy analyze --out`` wrote (netCDF or zarr).
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        A netCDF file, or a zarr store (``.zarr``).
+
+    Returns
+    -------
+    bool
+        True where its ``source`` attribute starts with :data:`RESULT_SOURCE`; False for anything else, a file
+        that does not open included.
+    """
     path = Path(path)
     try:
         kw = {"engine": "zarr", "consolidated": False} if path.suffix == ".zarr" else {}

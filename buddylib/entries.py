@@ -23,8 +23,27 @@ def as_entries(data: object, *, name: str = "data") -> np.ndarray:
 
     No copy is made when the buffer is C-contiguous and its size is a multiple of 128
     bytes: the result is a view (read-only if the source is). Otherwise the bytes are
-    copied once into a zero-padded array. ``name`` labels the input in error messages.
+    copied once into a zero-padded array.
 
+    Parameters
+    ----------
+    data : array_like, bytes, memoryview or buffer
+        Any numpy array (bytes in logical C order, little-endian) or object exposing the buffer protocol.
+    name : str
+        Labels the input in error messages.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``uint8``, shape ``(ceil(nbytes / 128), 128)``.
+
+    Raises
+    ------
+    TypeError
+        ``data`` cannot be read as a buffer, or holds Python objects or text.
+
+    Examples
+    --------
     >>> as_entries(np.arange(64, dtype=np.uint32)).shape
     (2, 128)
     """
@@ -64,5 +83,16 @@ def _as_byte_array(data: object, name: str) -> np.ndarray:
 
 
 def n_entries(nbytes: int) -> int:
-    """Number of 128-byte entries that hold ``nbytes`` bytes."""
+    """Number of 128-byte entries that hold ``nbytes`` bytes.
+
+    Parameters
+    ----------
+    nbytes : int
+        A size in bytes.
+
+    Returns
+    -------
+    int
+        ``ceil(nbytes / 128)``.
+    """
     return -(-int(nbytes) // ENTRY_BYTES)

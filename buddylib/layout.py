@@ -30,7 +30,28 @@ SECTOR_VALUES = np.arange(SECTORS_PER_ENTRY + 1)
 
 
 def check_targets(targets: Sequence[float] | float) -> np.ndarray:
-    """Targets as a sorted float array; ``ValueError`` names any unsupported one."""
+    """Targets as a sorted float array.
+
+    Parameters
+    ----------
+    targets : float or sequence of float
+        Target compression ratios, each one of :data:`EXTENDED_TARGETS` (to within ``numpy.isclose``).
+
+    Returns
+    -------
+    numpy.ndarray
+        The targets, snapped to the supported values, without repeats, in increasing order.
+
+    Raises
+    ------
+    ValueError
+        No target, or an unsupported one (named).
+
+    Examples
+    --------
+    >>> check_targets([4, 1.3333333, 4.0])
+    array([1.33333333, 4.        ])
+    """
     arr = np.atleast_1d(np.asarray(targets, dtype=float))
     if arr.size == 0:
         raise ValueError("targets: at least one target ratio is needed")
@@ -43,7 +64,23 @@ def check_targets(targets: Sequence[float] | float) -> np.ndarray:
 
 
 def check_threshold(threshold: Sequence[float] | float) -> np.ndarray:
-    """Buddy thresholds as a float array; ``ValueError`` if any is outside [0, 1]."""
+    """Buddy thresholds as a float array.
+
+    Parameters
+    ----------
+    threshold : float or sequence of float
+        Largest shares of an allocation's entries allowed to overflow.
+
+    Returns
+    -------
+    numpy.ndarray
+        The thresholds, at least one dimension, in the order given.
+
+    Raises
+    ------
+    ValueError
+        A threshold outside [0, 1] (NaN included).
+    """
     arr = np.atleast_1d(np.asarray(threshold, dtype=float))
     bad = arr[~((arr >= 0) & (arr <= 1))]
     if bad.size:
@@ -52,12 +89,46 @@ def check_threshold(threshold: Sequence[float] | float) -> np.ndarray:
 
 
 def device_share_bytes(target: float | np.ndarray) -> np.ndarray:
-    """Bytes of each entry kept in device memory at target ``r``: 128 / r."""
+    """Bytes of each entry kept in device memory at target ``r``: 128 / r.
+
+    Parameters
+    ----------
+    target : float or numpy.ndarray
+        Target compression ratios.
+
+    Returns
+    -------
+    numpy.ndarray
+        Device share in bytes, shaped like ``target``.
+    """
     return ENTRY_BYTES / np.asarray(target, dtype=float)
 
 
 def sector_histogram(sectors: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
-    """Entries (or access weights) per sector count 0..4: an int64 (or float) array of 5."""
+    """Entries (or access weights) per sector count 0..4.
+
+    Parameters
+    ----------
+    sectors : numpy.ndarray
+        Sectors per entry, any shape.
+    weights : numpy.ndarray, optional
+        One access weight per entry, to sum instead of counting entries.
+
+    Returns
+    -------
+    numpy.ndarray
+        5 values: int64 entry counts, or float sums of ``weights``.
+
+    Raises
+    ------
+    ValueError
+        A sector count outside 0..4.
+
+    Examples
+    --------
+    >>> sector_histogram(np.array([0, 4, 4, 1]))
+    array([1, 1, 0, 0, 2])
+    """
     s = np.asarray(sectors)
     if s.size and int(s.max()) > SECTORS_PER_ENTRY:
         raise ValueError(f"sector counts must be 0..{SECTORS_PER_ENTRY}, found {int(s.max())}")
@@ -67,15 +138,46 @@ def sector_histogram(sectors: np.ndarray, weights: np.ndarray | None = None) -> 
 
 
 def overflows(target: float | np.ndarray) -> np.ndarray:
-    """Boolean mask over sector counts 0..4 (last axis) of those that overflow at ``target``."""
+    """Boolean mask over sector counts 0..4 (last axis) of those that overflow at ``target``.
+
+    Parameters
+    ----------
+    target : float or numpy.ndarray
+        Target compression ratios.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``bool``, shape ``(*target.shape, 5)``.
+
+    Examples
+    --------
+    >>> overflows(2.0)
+    array([False, False, False,  True,  True])
+    """
     share = device_share_bytes(target)
     return SECTOR_BYTES * SECTOR_VALUES > np.expand_dims(share, -1) + 1e-9
 
 
 def overflow_fraction(hist: np.ndarray, target: float | np.ndarray) -> np.ndarray:
-    """Share of entries that overflow at each target; ``hist`` has the 5 sector bins last.
+    """Share of entries that overflow at each target.
 
-    Broadcasts: ``hist[..., 5]`` against ``target[...]`` (add axes to sweep both).
+    Parameters
+    ----------
+    hist : numpy.ndarray
+        Sector histograms, ``hist[..., 5]``: the 5 sector bins last.
+    target : float or numpy.ndarray
+        Target compression ratios; broadcasts against ``hist[..., 0]`` (add axes to sweep both).
+
+    Returns
+    -------
+    numpy.ndarray
+        Overflowing entries over all entries, 0 where a histogram is empty.
+
+    Examples
+    --------
+    >>> overflow_fraction(np.array([2, 0, 1, 0, 1]), np.array([1.0, 2.0, 4.0]))
+    array([0.  , 0.25, 0.5 ])
     """
     hist = np.asarray(hist, dtype=float)
     total = hist.sum(-1)
@@ -85,13 +187,38 @@ def overflow_fraction(hist: np.ndarray, target: float | np.ndarray) -> np.ndarra
 
 
 def overflow_entries(hist: np.ndarray, target: float | np.ndarray) -> np.ndarray:
-    """Entries (or access weights, for a weighted histogram) that overflow at each target; broadcasts
-    like :func:`overflow_fraction`."""
+    """Entries (or access weights, for a weighted histogram) that overflow at each target.
+
+    Parameters
+    ----------
+    hist : numpy.ndarray
+        Sector histograms, ``hist[..., 5]``.
+    target : float or numpy.ndarray
+        Target compression ratios; broadcasts like :func:`overflow_fraction`.
+
+    Returns
+    -------
+    numpy.ndarray
+        Float sums over the overflowing bins.
+    """
     return (np.asarray(hist, dtype=float) * overflows(target)).sum(-1)
 
 
 def overflow_bytes(hist: np.ndarray, target: float | np.ndarray) -> np.ndarray:
-    """Bytes that live in buddy memory: each overflowing entry's sectors beyond the share."""
+    """Bytes that live in buddy memory: each overflowing entry's sectors beyond the share.
+
+    Parameters
+    ----------
+    hist : numpy.ndarray
+        Sector histograms, ``hist[..., 5]``.
+    target : float or numpy.ndarray
+        Target compression ratios; broadcasts like :func:`overflow_fraction`.
+
+    Returns
+    -------
+    numpy.ndarray
+        Bytes actually stored in buddy memory (not the slots reserved there: :func:`buddy_bytes`).
+    """
     share = device_share_bytes(target)
     excess = np.maximum(SECTOR_BYTES * SECTOR_VALUES - np.expand_dims(share, -1), 0)
     return (np.asarray(hist, dtype=float) * excess).sum(-1)
@@ -99,19 +226,58 @@ def overflow_bytes(hist: np.ndarray, target: float | np.ndarray) -> np.ndarray:
 
 def tiered(target: float | np.ndarray) -> np.ndarray:
     """Boolean mask over sector counts 0..4 (last axis) of the entries that keep more of their code in buddy
-    memory than in device memory at ``target``: buddy memory used as a tier, not compression (the 16x target
-    keeps 8 bytes of an entry on the device; one that does not compress keeps 120 in buddy memory)."""
+    memory than in device memory at ``target``.
+
+    That is buddy memory used as a tier, not compression: the 16x target keeps 8 bytes of an entry on the
+    device; one that does not compress keeps 120 in buddy memory.
+
+    Parameters
+    ----------
+    target : float or numpy.ndarray
+        Target compression ratios.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``bool``, shape ``(*target.shape, 5)``.
+    """
     share = device_share_bytes(target)
     return SECTOR_BYTES * SECTOR_VALUES > 2 * np.expand_dims(share, -1) + 1e-9
 
 
 def tiered_entries(hist: np.ndarray, target: float | np.ndarray) -> np.ndarray:
-    """Entries :func:`tiered` at each target; broadcasts like :func:`overflow_fraction`."""
+    """Entries :func:`tiered` at each target.
+
+    Parameters
+    ----------
+    hist : numpy.ndarray
+        Sector histograms, ``hist[..., 5]``.
+    target : float or numpy.ndarray
+        Target compression ratios; broadcasts like :func:`overflow_fraction`.
+
+    Returns
+    -------
+    numpy.ndarray
+        Float entry counts (access weights, for a weighted histogram).
+    """
     return (np.asarray(hist, dtype=float) * tiered(target)).sum(-1)
 
 
 def tiered_buddy_bytes(hist: np.ndarray, target: float | np.ndarray) -> np.ndarray:
-    """Bytes the :func:`tiered` entries keep in buddy memory."""
+    """Bytes the :func:`tiered` entries keep in buddy memory.
+
+    Parameters
+    ----------
+    hist : numpy.ndarray
+        Sector histograms, ``hist[..., 5]``.
+    target : float or numpy.ndarray
+        Target compression ratios; broadcasts like :func:`overflow_fraction`.
+
+    Returns
+    -------
+    numpy.ndarray
+        Their sectors' bytes beyond the device share, summed.
+    """
     share = device_share_bytes(target)
     excess = np.maximum(SECTOR_BYTES * SECTOR_VALUES - np.expand_dims(share, -1), 0) * tiered(target)
     return (np.asarray(hist, dtype=float) * excess).sum(-1)
@@ -120,10 +286,35 @@ def tiered_buddy_bytes(hist: np.ndarray, target: float | np.ndarray) -> np.ndarr
 def choose_target(hist: np.ndarray, threshold: float, targets: Sequence[float] = TARGETS) -> np.ndarray:
     """The most aggressive target whose overflow fraction stays <= ``threshold``.
 
-    ``hist[..., n_profiles, 5]``: the condition must hold in every profiled histogram
-    (snapshots), as the profiling policy demands. Target 1 (no compression) always
-    qualifies and is always a candidate, listed in ``targets`` or not, so an allocation that
-    meets no other target stays uncompressed rather than overflowing beyond the threshold.
+    Target 1 (no compression) always qualifies and is always a candidate, listed in ``targets`` or not, so an
+    allocation that meets no other target stays uncompressed rather than overflowing beyond the threshold.
+
+    Parameters
+    ----------
+    hist : numpy.ndarray
+        Sector histograms, ``hist[..., n_profiles, 5]``: the condition must hold in every profiled histogram
+        (snapshots), as the profiling policy demands.
+    threshold : float
+        Buddy threshold, in [0, 1].
+    targets : sequence of float
+        Candidate target ratios (:func:`check_targets`).
+
+    Returns
+    -------
+    numpy.ndarray
+        The chosen target, shape ``hist.shape[:-2]``.
+
+    Raises
+    ------
+    ValueError
+        An unsupported target or a threshold outside [0, 1].
+
+    Examples
+    --------
+    >>> float(choose_target(np.array([[8, 0, 2, 0, 0]]), 0.3))  # 2 of 10 entries overflow at 4x
+    4.0
+    >>> float(choose_target(np.array([[8, 0, 2, 0, 0], [6, 0, 3, 0, 1]]), 0.3))  # 4 of 10 in the second
+    2.0
     """
     targets = np.union1d(check_targets(targets), [1.0])
     threshold = float(check_threshold(threshold)[0])
@@ -139,9 +330,28 @@ def choose_target(hist: np.ndarray, threshold: float, targets: Sequence[float] =
 def policy_targets(hist: np.ndarray, thresholds: np.ndarray, targets: Sequence[float], policy: str) -> np.ndarray:
     """The target ``policy`` chooses for each (snapshot, allocation, compressor, threshold).
 
-    ``hist[snapshot, allocation, compressor, 5]``. ``profile``: per allocation, one target that
-    holds in every snapshot; ``global``: one target for all allocations, on their summed
-    histogram; ``oracle``: per allocation and snapshot, knowing that snapshot (an upper bound).
+    Parameters
+    ----------
+    hist : numpy.ndarray
+        Sector histograms, ``hist[snapshot, allocation, compressor, 5]``.
+    thresholds : numpy.ndarray
+        Buddy thresholds.
+    targets : sequence of float
+        Candidate target ratios (target 1 always among them: :func:`choose_target`).
+    policy : {"profile", "global", "oracle"}
+        ``profile``: per allocation, one target that holds in every snapshot; ``global``: one target for all
+        allocations, on their summed histogram; ``oracle``: per allocation and snapshot, knowing that snapshot
+        (an upper bound).
+
+    Returns
+    -------
+    numpy.ndarray
+        Chosen targets, ``[snapshot, allocation, compressor, threshold]``.
+
+    Raises
+    ------
+    ValueError
+        An unknown policy, an unsupported target or a threshold outside [0, 1].
     """
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}; available: {', '.join(POLICIES)}")
@@ -159,15 +369,52 @@ def policy_targets(hist: np.ndarray, thresholds: np.ndarray, targets: Sequence[f
 
 
 def device_bytes(n_entries: np.ndarray | int, target: np.ndarray | float) -> np.ndarray:
-    """Device bytes reserved for ``n_entries`` at ``target``: E x 128 / r."""
+    """Device bytes reserved for ``n_entries`` at ``target``: E x 128 / r.
+
+    Parameters
+    ----------
+    n_entries : int or numpy.ndarray
+        Entries of the allocations.
+    target : float or numpy.ndarray
+        Their target ratios; broadcasts against ``n_entries``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Bytes, as floats.
+    """
     return np.asarray(n_entries, dtype=float) * device_share_bytes(target)
 
 
 def buddy_bytes(n_entries: np.ndarray | int, target: np.ndarray | float) -> np.ndarray:
-    """Buddy-memory bytes reserved for ``n_entries`` at ``target``: E x (128 - 128 / r)."""
+    """Buddy-memory bytes reserved for ``n_entries`` at ``target``: E x (128 - 128 / r).
+
+    Parameters
+    ----------
+    n_entries : int or numpy.ndarray
+        Entries of the allocations.
+    target : float or numpy.ndarray
+        Their target ratios; broadcasts against ``n_entries``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Bytes, as floats.
+    """
     return np.asarray(n_entries, dtype=float) * (ENTRY_BYTES - device_share_bytes(target))
 
 
 def metadata_bytes(n_entries: np.ndarray | int) -> np.ndarray:
-    """Device bytes of per-entry metadata: 4 bits per entry (0.39% of capacity)."""
+    """Device bytes of per-entry metadata: 4 bits per entry (0.39% of capacity).
+
+    Parameters
+    ----------
+    n_entries : int or numpy.ndarray
+        Entries of the allocations.
+
+    Returns
+    -------
+    numpy.ndarray
+        Bytes, as floats.
+    """
     return np.asarray(n_entries, dtype=float) * METADATA_BITS_PER_ENTRY / 8

@@ -34,11 +34,26 @@ HEADLINE = {"gpu": "V100-32GB", "link": "NVLink2", "compressor": "bpc32", "thres
 
 
 def headline(ds, *keep: str, **at):
-    """``ds`` at the headline configuration, along every dimension it has except those in ``keep``.
+    """``ds`` at the headline configuration (:data:`HEADLINE`), along every dimension it has except those in
+    ``keep``.
 
-    ``at`` changes a setting (a notebook's own threshold, a variant), so that no caller copies the
-    configuration into its own ``sel``.
+    Parameters
+    ----------
+    ds : xarray.Dataset or xarray.DataArray
+        Results with any of the configuration's dimensions (``gpu``, ``link``, ``threshold``...).
+    *keep : str
+        Dimensions left whole.
+    **at
+        Settings changed (a notebook's own threshold, a variant), so that no caller copies the configuration
+        into its own ``sel``.
 
+    Returns
+    -------
+    xarray.Dataset or xarray.DataArray
+        ``ds.sel`` at the configuration.
+
+    Examples
+    --------
     >>> import xarray as xr
     >>> da = xr.DataArray([[1.0, 2.0]], dims=("gpu", "threshold"),
     ...                   coords={"gpu": ["V100-32GB"], "threshold": [0.3, 0.5]})

@@ -56,15 +56,41 @@ FIXTURE_SCALE, FIXTURE_SEED = "quick", 0
 
 
 def frozen(folder: str | Path) -> bool:
-    """Whether ``folder`` holds committed runs (a :data:`MANIFEST`): read them, never remake them there."""
+    """Whether ``folder`` holds committed runs (a :data:`MANIFEST`): read them, never remake them there.
+
+    Parameters
+    ----------
+    folder : str or pathlib.Path
+
+    Returns
+    -------
+    bool
+    """
     return (Path(folder) / MANIFEST).is_file()
 
 
 @functools.cache
 def code_version(*parts: str) -> str:
-    """Short SHA-256 of the Python code under ``parts`` (files or folders of the package), docstrings and
-    comments left out (:func:`normalized_source`).
+    """Short SHA-256 of the Python code under ``parts``, docstrings and comments left out
+    (:func:`normalized_source`).
 
+    Parameters
+    ----------
+    *parts : str
+        Files or folders of the package, relative to it (``"entries.py"``, ``"timing"``).
+
+    Returns
+    -------
+    str
+        12 hex digits.
+
+    Raises
+    ------
+    ValueError
+        A part that is not in the package.
+
+    Examples
+    --------
     >>> code_version("entries.py") == code_version("entries.py") != code_version("layout.py")
     True
     """
@@ -84,6 +110,18 @@ def normalized_source(text: str) -> str:
     without line numbers, names imported from their :data:`MOVED` home spelt as before; the same for any two
     texts that differ only in docstrings, comments, layout or such a move.
 
+    Parameters
+    ----------
+    text : str
+        A module's source.
+
+    Returns
+    -------
+    str
+        The tree's dump.
+
+    Examples
+    --------
     >>> normalized_source("def f():  # one\n    'Doc.'\n    return 1") == normalized_source("def f(): return 1")
     True
     """
@@ -141,10 +179,27 @@ def _registrations() -> str:
 
 
 def workload_sources(module: str) -> tuple[str, ...]:
-    """The sources (relative to the package) a workload run defined in ``module`` (its dotted name, or its
-    path relative to the package) depends on: the module, every workload module it imports (transitively;
-    the registries excepted, which import every workload), :data:`WORKLOAD_BASE` and :func:`run_compressors`.
+    """The sources a workload run defined in ``module`` depends on: the module, every workload module it imports
+    (transitively; the registries excepted, which import every workload), :data:`WORKLOAD_BASE` and
+    :func:`run_compressors`.
 
+    Parameters
+    ----------
+    module : str
+        Its dotted name, or its path relative to the package.
+
+    Returns
+    -------
+    tuple of str
+        Paths relative to the package: the workload's modules, sorted, then the base.
+
+    Raises
+    ------
+    ValueError
+        ``module`` is not a module of the package.
+
+    Examples
+    --------
     >>> workload_sources("buddylib.workloads.hpc.bt")[:3]
     ('workloads/hpc/_adi.py', 'workloads/hpc/_schedule.py', 'workloads/hpc/bt.py')
     """
@@ -158,7 +213,18 @@ def workload_sources(module: str) -> tuple[str, ...]:
 
 def workload_code(module: str) -> str:
     """Short digest of the code a workload run defined in ``module`` depends on (:func:`workload_sources`);
-    for a workload defined outside the package, its module's code and :data:`WORKLOAD_BASE`."""
+    for a workload defined outside the package, its module's code and :data:`WORKLOAD_BASE`.
+
+    Parameters
+    ----------
+    module : str
+        A dotted module name, or a path relative to the package (``.py``).
+
+    Returns
+    -------
+    str
+        12 hex digits, the recorded compressors' registrations included.
+    """
     if module.startswith("buddylib.") or module.endswith(".py"):
         return _with_registrations(code_version(*workload_sources(module)))
     import importlib.util

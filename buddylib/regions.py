@@ -51,8 +51,26 @@ _UNITS = {"": 1, "b": 1, "k": KiB, "kb": KiB, "kib": KiB, "m": KiB**2, "mb": KiB
 
 
 def region_bytes(region: int | str | None) -> int | None:
-    """``region`` in bytes (``None`` for one target per allocation); ``ValueError`` names a bad one.
+    """``region`` in bytes.
 
+    Parameters
+    ----------
+    region : int, str or None
+        ``None`` or ``"allocation"`` (one target per allocation), a number of bytes, or a size such as ``"4KiB"``,
+        ``"64 kb"``, ``"2MiB"`` (units B, K, KB, KiB, M..., G..., any case; all powers of 1024).
+
+    Returns
+    -------
+    int or None
+        The region's bytes, a power of two of at least :data:`MIN_REGION_BYTES`; ``None`` for one per allocation.
+
+    Raises
+    ------
+    ValueError
+        Anything else, or a size that is not a power of two of at least 4 KiB (``region`` named).
+
+    Examples
+    --------
     >>> region_bytes("64KiB"), region_bytes("allocation"), region_bytes(4096)
     (65536, None, 4096)
     """
@@ -75,6 +93,23 @@ def region_bytes(region: int | str | None) -> int | None:
 def label(region: int | str | None) -> str:
     """How a granularity reads in tables: ``allocation``, ``4 KiB``, ``2 MiB``, ``1 GiB``.
 
+    Parameters
+    ----------
+    region : int, str or None
+        A granularity, as :func:`region_bytes` takes it.
+
+    Returns
+    -------
+    str
+        ``allocation``, or the size in the largest binary unit it reaches.
+
+    Raises
+    ------
+    ValueError
+        A ``region`` that :func:`region_bytes` refuses.
+
+    Examples
+    --------
     >>> label(None), label("64KiB"), label(1 << 30)
     ('allocation', '64 KiB', '1 GiB')
     """
@@ -88,19 +123,71 @@ def label(region: int | str | None) -> str:
 
 
 def check_rule(rule: str) -> str:
-    """``rule`` if it is one of :data:`RULES`; ``ValueError`` naming them else."""
+    """``rule`` if it is one of :data:`RULES`.
+
+    Parameters
+    ----------
+    rule : str
+        How an allocation's regions share its overflow budget.
+
+    Returns
+    -------
+    str
+        ``rule`` itself.
+
+    Raises
+    ------
+    ValueError
+        An unknown rule; the message names the available ones.
+    """
     if rule not in RULES:
         raise ValueError(f"unknown rule {rule!r}; available: {', '.join(RULES)}")
     return rule
 
 
 def target_bits(targets: Sequence[float]) -> int:
-    """Bits that name a region's target among ``targets`` (target 1 always among them)."""
+    """Bits that name a region's target among ``targets`` (target 1 always among them).
+
+    Parameters
+    ----------
+    targets : sequence of float
+        Target ratios a region may take (:func:`buddylib.layout.check_targets`).
+
+    Returns
+    -------
+    int
+        ``ceil(log2(n))`` for ``n`` targets with 1 added, at least 1.
+
+    Raises
+    ------
+    ValueError
+        An unsupported target.
+
+    Examples
+    --------
+    >>> target_bits([1, 4 / 3, 2, 4]), target_bits([2, 4, 8, 16])
+    (2, 3)
+    """
     return max(1, math.ceil(math.log2(np.union1d(layout.check_targets(targets), [1.0]).size)))
 
 
 def metadata_bytes(n_entries: np.ndarray | int, region: int | None, targets: Sequence[float]) -> np.ndarray:
-    """Device bytes naming the regions' targets: ``regions x bits / 8`` (none for one per allocation)."""
+    """Device bytes naming the regions' targets: ``regions x bits / 8`` (none for one per allocation).
+
+    Parameters
+    ----------
+    n_entries : int or numpy.ndarray
+        Entries of the allocations.
+    region : int or None
+        Region bytes (:func:`region_bytes`); ``None``: one target per allocation.
+    targets : sequence of float
+        The targets a region may take (:func:`target_bits`).
+
+    Returns
+    -------
+    numpy.ndarray
+        Bytes, as floats, shaped like ``n_entries``; the last, short region counts as one.
+    """
     n = np.asarray(n_entries, dtype=float)
     if region is None:
         return np.zeros_like(n)
@@ -109,7 +196,28 @@ def metadata_bytes(n_entries: np.ndarray | int, region: int | None, targets: Seq
 
 
 def histograms(sectors: np.ndarray, region: int, weights: np.ndarray | None = None) -> np.ndarray:
-    """Entries (or access weights) per sector count for each region: ``(regions, 5)``."""
+    """Entries (or access weights) per sector count for each region.
+
+    Parameters
+    ----------
+    sectors : numpy.ndarray
+        Sectors per entry of one allocation (or a chunk of it starting on a region), flattened.
+    region : int
+        Region bytes.
+    weights : numpy.ndarray, optional
+        One access weight per entry, summed instead of counting entries.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(regions, 5)``, the last region possibly short; ``int64`` counts, or ``float`` sums of ``weights``.
+
+    Examples
+    --------
+    >>> histograms(np.array([0, 1, 4] * 12), 4096)  # 36 entries: regions of 32 and 4
+    array([[11, 11,  0,  0, 10],
+           [ 1,  1,  0,  0,  2]])
+    """
     s = np.asarray(sectors).reshape(-1).astype(np.int64)
     per = region // ENTRY_BYTES
     n = -(-s.size // per)
@@ -188,10 +296,29 @@ def _lagrange(dev: np.ndarray, cost: np.ndarray, lam: float) -> np.ndarray:
 
 
 def place(hist: np.ndarray, thresholds: np.ndarray, targets: np.ndarray, rule: str = "budget") -> np.ndarray:
-    """Target index per region and threshold for one group sharing one budget: ``(region, threshold)``.
+    """Target index per region and threshold for one group sharing one budget.
 
-    ``hist[snapshot, region, 5]``: entries per sector count; ``targets``: sorted, with 1. A region's target
-    is the same in every snapshot.
+    Parameters
+    ----------
+    hist : numpy.ndarray
+        Entries per sector count, ``hist[snapshot, region, 5]``.
+    thresholds : numpy.ndarray
+        Buddy thresholds.
+    targets : numpy.ndarray
+        Target ratios, sorted, with 1 (not checked).
+    rule : {"budget", "traffic", "naive"}
+        How the regions share the budget (see the module's docstring).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``int64`` indices into ``targets``, ``(region, threshold)``: a region's target is the same in every
+        snapshot.
+
+    Raises
+    ------
+    ValueError
+        An unknown rule.
     """
     check_rule(rule)
     h = np.asarray(hist, dtype=float)
@@ -251,11 +378,31 @@ def _smallest_feasible(over: np.ndarray, dev: np.ndarray, cost: np.ndarray, cand
 
 def choose(hists: Mapping[str, np.ndarray], thresholds: Sequence[float], targets: Sequence[float],
            policy: str = "profile", rule: str = "budget") -> dict[str, np.ndarray]:
-    """Each allocation's region targets: ``{name: [snapshot, region, threshold]}`` from
-    ``hists = {name: [snapshot, region, 5]}`` (entries per sector count).
+    """Each allocation's region targets.
 
-    ``profile``: one budget per allocation, targets fixed over the snapshots; ``global``: one budget for all
-    allocations' regions together; ``oracle``: per allocation and snapshot, each snapshot on its own.
+    Parameters
+    ----------
+    hists : mapping of str to numpy.ndarray
+        Entries per sector count, ``{name: [snapshot, region, 5]}``.
+    thresholds : sequence of float
+        Buddy thresholds.
+    targets : sequence of float
+        Target ratios a region may take; target 1 is always added.
+    policy : {"profile", "global", "oracle"}
+        ``profile``: one budget per allocation, targets fixed over the snapshots; ``global``: one budget for all
+        allocations' regions together; ``oracle``: per allocation and snapshot, each snapshot on its own.
+    rule : {"budget", "traffic", "naive"}
+        How regions share a budget (:func:`place`).
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        Target ratios, ``{name: [snapshot, region, threshold]}``.
+
+    Raises
+    ------
+    ValueError
+        An unknown policy or rule, an unsupported target or a threshold outside [0, 1].
     """
     if policy not in layout.POLICIES:
         raise ValueError(f"unknown policy {policy!r}; available: {', '.join(layout.POLICIES)}")
@@ -285,7 +432,26 @@ def placement(hists: Mapping[str, np.ndarray], weighted: Mapping[str, np.ndarray
     """What :func:`buddylib.analysis.summarize` needs per (snapshot, allocation, threshold) from one compressor's
     region histograms: device bytes and what overflows (entries, access weights, bytes).
 
-    ``hists[name]``, ``weighted[name]``: ``[snapshot, region, 5]`` entry counts and access-weighted counts.
+    Parameters
+    ----------
+    hists, weighted : mapping of str to numpy.ndarray
+        Entry counts and access-weighted counts per sector count, ``{name: [snapshot, region, 5]}``.
+    names : sequence of str
+        The allocations, in the order of the results' second axis.
+    thresholds, targets, policy, rule
+        As :func:`choose` takes them.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``[snapshot, allocation, threshold]`` arrays of ``device_bytes``, ``overflow_entries``,
+        ``overflow_accesses``, ``buddy_bytes_used``, ``tiered_entries`` and ``tiered_buddy_bytes``, each summed
+        over the regions at their chosen targets.
+
+    Raises
+    ------
+    ValueError
+        As :func:`choose` raises.
     """
     chosen = choose({n: hists[n] for n in names}, thresholds, targets, policy, rule)
     n_snap = next(iter(hists.values())).shape[0] if hists else 0
@@ -312,7 +478,20 @@ def placement(hists: Mapping[str, np.ndarray], weighted: Mapping[str, np.ndarray
 
 
 def coarsen(hist: np.ndarray, factor: int) -> np.ndarray:
-    """Histograms of regions ``factor`` times larger from ``hist[snapshot, region, ...]`` (regions add)."""
+    """Histograms of regions ``factor`` times larger (regions add).
+
+    Parameters
+    ----------
+    hist : numpy.ndarray
+        Histograms per region, ``hist[snapshot, region, ...]``.
+    factor : int
+        How many regions make one larger region; the last may take fewer.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``hist[snapshot, ceil(region / factor), ...]``, same dtype.
+    """
     h = np.asarray(hist)
     n = -(-h.shape[1] // factor)
     pad = np.zeros((h.shape[0], n * factor - h.shape[1], *h.shape[2:]), h.dtype)

@@ -34,10 +34,32 @@ KINDS = ("weights", "half_weights", "gradients", "optimizer", "activations", "kv
 class Allocation:
     """One live buffer: name, kind, dtype, shape, size, and its bytes or sector counts.
 
-    ``data`` is anything :func:`buddylib.entries.as_entries` reads (numpy or memory-mapped
-    array, bytes) or a dask array; ``source`` optionally says where the bytes sit in a
-    file, ``(path, offset)``, so distributed workers read them themselves. ``sectors``
-    maps a compressor name to uint8 sectors per entry, when already computed or loaded.
+    Parameters
+    ----------
+    name : str
+        Unique within a snapshot.
+    data : object, optional
+        The bytes: anything :func:`buddylib.entries.as_entries` reads (numpy or memory-mapped array, bytes) or a
+        dask array; ``None`` where only ``sectors`` are kept.
+    kind : str
+        One of :data:`KINDS`.
+    dtype : str
+        Element type, as text (it may be one numpy lacks: bfloat16, float8).
+    shape : tuple of int
+        Logical shape.
+    nbytes : int
+        Size in bytes.
+    source : tuple of (str, int), optional
+        Where the bytes sit in a file, ``(path, offset)``, so distributed workers read them themselves.
+    sectors : dict of str to numpy.ndarray
+        A compressor name to uint8 sectors per entry, when already computed or loaded.
+    reference_bytes : dict of str to int
+        Whole-allocation compressed bytes by reference codec (``"zstd"``, ``"lz4"``), when measured.
+
+    Raises
+    ------
+    ValueError
+        A ``kind`` not in :data:`KINDS`.
     """
 
     name: str
@@ -62,7 +84,29 @@ class Allocation:
                    dtype: str | None = None, shape: tuple[int, ...] | None = None) -> Allocation:
         """Wrap a numpy/dask array (or anything with ``dtype``, ``shape``, ``nbytes``).
 
-        ``dtype``/``shape`` label raw bytes whose type numpy lacks (bfloat16, float8).
+        Parameters
+        ----------
+        name, kind, source
+            As in :class:`Allocation`.
+        array : array_like
+            The bytes; anything else is read by ``numpy.asarray``.
+        dtype : str, optional
+            Element type to record instead of the array's.
+        shape : tuple of int, optional
+            Shape to record instead of the array's; with ``dtype``, labels raw bytes whose type numpy lacks
+            (bfloat16, float8).
+
+        Returns
+        -------
+        Allocation
+            Holding ``array`` as its ``data``.
+
+        Raises
+        ------
+        TypeError
+            A dtype of text or Python objects, not raw numeric memory.
+        ValueError
+            An empty array, or a ``kind`` not in :data:`KINDS`.
         """
         if not (hasattr(array, "dtype") and hasattr(array, "shape") and hasattr(array, "nbytes")):
             array = np.asarray(array)
@@ -84,7 +128,24 @@ class Allocation:
 
 @dataclass
 class Snapshot:
-    """Every live allocation of ``workload`` at ``step`` (and wall/simulated ``time``)."""
+    """Every live allocation of ``workload`` at ``step`` (and wall/simulated ``time``).
+
+    Parameters
+    ----------
+    workload : str
+        The workload's name.
+    allocations : list of Allocation
+        The live allocations, each name once.
+    step : int
+        The run's step at the snapshot.
+    time : float
+        Wall or simulated time at the snapshot.
+
+    Raises
+    ------
+    ValueError
+        Two allocations with the same name.
+    """
 
     workload: str
     allocations: list[Allocation]
@@ -103,7 +164,25 @@ class Snapshot:
         return sum(a.nbytes for a in self.allocations)
 
     def compute_sectors(self, compressors: Sequence[str], zero_flag: bool = True) -> Snapshot:
-        """Fill every allocation's ``sectors`` for ``compressors`` (in place; returns self)."""
+        """Fill every allocation's ``sectors`` for ``compressors`` (in place).
+
+        Parameters
+        ----------
+        compressors : sequence of str
+            Compressor names (:func:`buddylib.compressors.names`); those already in ``sectors`` are kept.
+        zero_flag : bool
+            Whether an all-zero entry takes no sectors (a flag in its metadata).
+
+        Returns
+        -------
+        Snapshot
+            ``self``.
+
+        Raises
+        ------
+        ValueError
+            An unknown compressor, or an allocation with neither bytes nor that compressor's sectors.
+        """
         from buddylib.compressors import get
 
         for a in self.allocations:
@@ -121,11 +200,25 @@ FORMAT = "buddylib-run-2"
 
 def to_dataset(snapshots: Sequence[Snapshot], compressors: Sequence[str] | None = None,
                include_bytes: bool = False) -> xr.Dataset:
-    """A run's snapshots as one Dataset: per-entry sectors ``(compressor, entry)`` for every snapshot's
-    allocations one after another, and a table ``(snapshot, allocation)`` saying where each lies.
+    """A run's snapshots as one Dataset: per-entry sectors ``(compressor, entry)`` for every snapshot's allocations
+    one after another, and a table ``(snapshot, allocation)`` saying where each lies (one dataset, not a group per
+    snapshot: netCDF pays several kB for every variable of every group, which made a small run's file mostly overhead).
 
-    One dataset rather than one group per snapshot: netCDF pays several kB for every variable of
-    every group, which made a small run's file mostly overhead.
+    Parameters
+    ----------
+    snapshots, compressors, include_bytes
+        The run's snapshots; the compressors whose sectors to keep, computed where missing (default: those every
+        allocation has); whether to keep the allocations' bytes too (``bytes``, ``byte_start``).
+
+    Returns
+    -------
+    xarray.Dataset
+        With ``attrs["format"]`` :data:`FORMAT`; :func:`from_dataset` reads it back.
+
+    Raises
+    ------
+    ValueError
+        No snapshots, an unknown compressor, or an allocation with neither bytes nor a compressor's sectors.
     """
     snapshots = list(snapshots)
     if not snapshots:
@@ -195,7 +288,24 @@ def _text(values: Sequence[str]) -> np.ndarray:
 
 
 def from_dataset(ds: xr.Dataset) -> list[Snapshot]:
-    """Inverse of :func:`to_dataset`; ``ValueError`` naming the allocation where the file contradicts itself."""
+    """Inverse of :func:`to_dataset`.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A run as :func:`to_dataset` makes it (loaded: its arrays are read whole).
+
+    Returns
+    -------
+    list of Snapshot
+        In order, each allocation with its sectors and, where the dataset keeps them, its bytes.
+
+    Raises
+    ------
+    ValueError
+        Where the dataset contradicts itself, naming where: no snapshots or allocations, non-integer or negative
+        counts, entry counts that do not match the sizes, entries outside the sectors, more than 4 sectors.
+    """
     comps = [str(c) for c in ds["compressor"].values]
     sectors = np.asarray(ds["sectors"].values)
     start, count, nbytes = (np.asarray(ds[v].values) for v in ("entry_start", "entry_count", "nbytes"))
@@ -264,6 +374,25 @@ def save(snapshots: Iterable[Snapshot], path: str | os.PathLike, compressors: Se
 
     The file holds one dataset (:func:`to_dataset`); it is written to a temporary name and moved
     into place, so a failure never leaves half a file behind.
+
+    Parameters
+    ----------
+    snapshots : iterable of Snapshot
+        The run.
+    path : str or os.PathLike
+        Ends in ``.nc`` or ``.zarr``; an existing file or store there is replaced.
+    compressors, include_bytes
+        As in :func:`to_dataset`: whose sectors to keep (computed where missing) and whether to keep the bytes.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    ValueError
+        Another suffix, or what :func:`to_dataset` refuses.
     """
     path = Path(path)
     engine = _engine(path)
@@ -296,7 +425,27 @@ def _netcdf_encoding(ds: xr.Dataset) -> dict[str, dict[str, Any]]:
 
 
 def load(path: str | os.PathLike) -> list[Snapshot]:
-    """Snapshots saved by :func:`save`, in order."""
+    """Snapshots saved by :func:`save`, in order.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A ``.nc`` file or ``.zarr`` store.
+
+    Returns
+    -------
+    list of Snapshot
+        As :func:`from_dataset` gives them.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``path`` does not exist.
+    ValueError
+        Another suffix, a file that is not a run in format :data:`FORMAT` (a result of ``buddy analyze --out``, a
+        run saved before 2026-12 with one group per snapshot, which must be regenerated, another netCDF), or a
+        corrupted run; the message starts with ``path``.
+    """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file")
@@ -319,7 +468,18 @@ def load(path: str | os.PathLike) -> list[Snapshot]:
 
 
 def is_saved_run(path: str | os.PathLike) -> bool:
-    """Whether ``path`` looks like a run :func:`save` wrote (a ``.nc`` file, or a zarr store marked as one)."""
+    """Whether ``path`` looks like a run :func:`save` wrote (a ``.nc`` file, or a zarr store marked as one).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Any path; a regular ``.nc`` file counts without being opened.
+
+    Returns
+    -------
+    bool
+        False for anything else, a missing path included.
+    """
     path = Path(path)
     if path.suffix == ".nc":
         return path.is_file()  # a FIFO named like a run is refused by the readers, not opened here
@@ -352,7 +512,36 @@ def _remove(p: Path) -> None:
 
 def snapshot_from_arrays(arrays: Mapping[str, Any], workload: str = "user", step: int = 0,
                          kinds: Mapping[str, str] | None = None) -> Snapshot:
-    """A snapshot from ``{name: array}`` (numpy, dask, memory-mapped...)."""
+    """A snapshot from ``{name: array}`` (numpy, dask, memory-mapped...).
+
+    Parameters
+    ----------
+    arrays : mapping of str to array_like
+        One allocation per array (:meth:`Allocation.from_array`), named by its key.
+    workload : str
+        The snapshot's workload.
+    step : int
+        The snapshot's step.
+    kinds : mapping of str to str, optional
+        An allocation's kind by name (:data:`KINDS`); ``other`` for those not given.
+
+    Returns
+    -------
+    Snapshot
+
+    Raises
+    ------
+    TypeError
+        An array of text or Python objects.
+    ValueError
+        An empty array or an unknown kind.
+
+    Examples
+    --------
+    >>> snap = snapshot_from_arrays({"w": np.ones((4, 64), np.float32)}, kinds={"w": "weights"})
+    >>> snap.nbytes, snap.allocations[0].n_entries
+    (1024, 8)
+    """
     kinds = kinds or {}
     return Snapshot(workload, [Allocation.from_array(n, a, kinds.get(n, "other")) for n, a in arrays.items()],
                     step=step)

@@ -52,6 +52,16 @@ def serial(kernel: Any) -> Any:
     It is compiled from a renamed copy (``<name>_serial``) of the Python function because numba's
     on-disk cache keys an entry by the function's name and bytecode, not by its compile flags: a
     plain ``njit(cache=True)(kernel.py_func)`` would share (and load) the parallel kernel's entry.
+
+    Parameters
+    ----------
+    kernel : numba dispatcher
+        A kernel compiled with ``nb.njit(parallel=True, ...)``; its ``py_func`` is recompiled.
+
+    Returns
+    -------
+    numba dispatcher
+        The serial copy, ``njit(cache=True, nogil=True)``, named ``<name>_serial``.
     """
     f = kernel.py_func
     name = f"{f.__name__}_serial"
@@ -69,18 +79,50 @@ CPUTargetOptions.noalias = TargetOptions.Mapping("noalias")
 
 def chunk_body(fn: Callable) -> Any:
     """Compile ``fn``, the body a parallel kernel runs on one chunk of entries, as numba compiles a prange
-    loop's body: arguments ``noalias``, numpy's error model; and without reference counting (``_nrt``:
-    it may not allocate, so the caller passes its scratch arrays), since inlined helpers taking arrays
+    loop's body.
+
+    Arguments are ``noalias``, the error model is numpy's, and there is no reference counting (``_nrt``:
+    the body may not allocate, so the caller passes its scratch arrays), since inlined helpers taking arrays
     would otherwise pay an atomic increment and decrement per entry. Then a parallel kernel (prange over
     chunks) and its :func:`serial` copy both call one compiled body, so each is compiled once, not twice,
-    and runs as fast as the body inlined in a prange (BPC's cold compile: ~110 -> ~20 s per width)."""
+    and runs as fast as the body inlined in a prange (BPC's cold compile: ~110 -> ~20 s per width).
+
+    Parameters
+    ----------
+    fn : callable
+        The Python function of the chunk body; used as a decorator.
+
+    Returns
+    -------
+    numba dispatcher
+        ``fn`` compiled with ``njit(cache=True, noalias=True, error_model="numpy", _nrt=False)``.
+    """
     return nb.njit(cache=True, noalias=True, error_model="numpy", _nrt=False)(fn)
 
 
 def readonly(a: np.ndarray) -> np.ndarray:
-    """``a`` as a read-only view (no copy). Kernels take their inputs read-only: numba compiles a kernel
-    once per argument type, and a writable and a read-only array are two types, so passing inputs as
-    they come (``bytes`` and memory maps are read-only) would compile every kernel twice."""
+    """``a`` as a read-only view (no copy).
+
+    Kernels take their inputs read-only: numba compiles a kernel once per argument type, and a writable
+    and a read-only array are two types, so passing inputs as they come (``bytes`` and memory maps are
+    read-only) would compile every kernel twice.
+
+    Parameters
+    ----------
+    a : numpy.ndarray
+        Any array.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``a`` itself if it is already read-only, else a read-only view of it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> readonly(np.zeros(3)).flags.writeable
+    False
+    """
     if not a.flags.writeable:
         return a
     view = a.view()
@@ -89,14 +131,39 @@ def readonly(a: np.ndarray) -> np.ndarray:
 
 
 def parallel_for(n_entries: int) -> bool:
-    """Whether an input of ``n_entries`` entries is worth a parallel launch (see PARALLEL_MIN_ENTRIES)."""
+    """Whether an input of ``n_entries`` entries is worth a parallel launch.
+
+    Parameters
+    ----------
+    n_entries : int
+        Entries of the input.
+
+    Returns
+    -------
+    bool
+        Whether ``n_entries`` is at least :data:`PARALLEL_MIN_ENTRIES` (read at each call).
+    """
     return n_entries >= PARALLEL_MIN_ENTRIES
 
 
 def launch(parallel_kernel: Callable, serial_kernel: Callable, n_entries: int, *args: Any) -> Any:
     """Run ``parallel_kernel(*args)``, one launch at a time, on a large input; ``serial_kernel(*args)``
-    on a small one, with no lock and without the GIL, so threads may run it at once. ``args`` are inputs
-    only, passed :func:`readonly`."""
+    on a small one, with no lock and without the GIL, so threads may run it at once.
+
+    Parameters
+    ----------
+    parallel_kernel, serial_kernel : callable
+        A parallel kernel and its :func:`serial` copy.
+    n_entries : int
+        Entries of the input, which picks the kernel (:func:`parallel_for`).
+    *args
+        The kernel's arguments, inputs only: arrays are passed :func:`readonly`.
+
+    Returns
+    -------
+    object
+        What the kernel returns.
+    """
     args = tuple(readonly(a) if isinstance(a, np.ndarray) else a for a in args)
     if parallel_for(n_entries):
         with PARALLEL_LAUNCH:
@@ -125,15 +192,46 @@ class Compressor(abc.ABC):
         """
 
     def bits(self, data: object) -> np.ndarray:
-        """Compressed size in bits of each 128-byte entry of ``data`` (uint16[E])."""
+        """Compressed size in bits of each 128-byte entry of ``data``.
+
+        Parameters
+        ----------
+        data : array, bytes or buffer
+            Any buffer: its bytes, in logical C order, are cut into 128-byte entries (the last one zero-padded).
+
+        Returns
+        -------
+        numpy.ndarray
+            ``uint16[E]``: each entry's code length in bits.
+
+        Raises
+        ------
+        TypeError
+            ``data`` cannot be read as raw memory (e.g. an array of Python objects or of text).
+        """
         entries = as_entries(data)
         with _turn(entries.shape[0]):
             return self._bits(entries)
 
     def sectors(self, data: object, zero_flag: bool = True) -> np.ndarray:
-        """32-byte sectors each entry occupies (uint8[E], 0..4).
+        """32-byte sectors each 128-byte entry of ``data`` occupies: ``ceil(bits / 256)``, at most 4.
 
-        ``zero_flag``: an all-zero entry is marked in metadata and stores 0 sectors.
+        Parameters
+        ----------
+        data : array, bytes or buffer
+            Any buffer, as for :meth:`bits`.
+        zero_flag : bool
+            Whether an all-zero entry is marked in metadata and stores 0 sectors (instead of 1).
+
+        Returns
+        -------
+        numpy.ndarray
+            ``uint8[E]``: 0 to 4 sectors per entry.
+
+        Raises
+        ------
+        TypeError
+            ``data`` cannot be read as raw memory.
         """
         entries = as_entries(data)
         with _turn(entries.shape[0]):
@@ -148,7 +246,27 @@ class Compressor(abc.ABC):
 
 
 def sectors_from_bits(bits: np.ndarray, entries: np.ndarray, zero_flag: bool = True) -> np.ndarray:
-    """Sectors per entry from code lengths: ``ceil(bits/256)`` clamped to 4, zeros to 0."""
+    """Sectors per entry from code lengths: ``ceil(bits/256)`` clamped to 4, zeros to 0.
+
+    Parameters
+    ----------
+    bits : numpy.ndarray
+        ``[E]``: each entry's code length in bits.
+    entries : array, bytes or buffer
+        The entries those lengths are of (any buffer, cut into 128-byte entries), read to find the all-zero ones.
+    zero_flag : bool
+        Whether an all-zero entry takes 0 sectors (flagged in its metadata) instead of its code's.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``uint8[E]``: 0 to 4 sectors per entry.
+
+    Raises
+    ------
+    ValueError
+        ``bits`` is not one length per entry.
+    """
     entries = as_entries(entries)
     if bits.shape != (entries.shape[0],):
         raise ValueError(f"bits has shape {bits.shape}, expected ({entries.shape[0]},) to match entries")

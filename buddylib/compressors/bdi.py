@@ -155,9 +155,31 @@ class BDI(Compressor):
         return _run(entries)[1]
 
     def encodings(self, data: object) -> np.ndarray:
-        """Encoding id chosen for each entry (uint8[E]); ``ENCODINGS[id]`` names it.
+        """Encoding id chosen for each entry; ``ENCODINGS[id]`` names it (``ENCODINGS``).
 
         Reported beside the size because which encoding wins (e.g. many b4d1 entries in
         integer index arrays) explains *why* a workload compresses, not only how much.
+
+        Parameters
+        ----------
+        data : array, bytes or buffer
+            Any buffer, cut into 128-byte entries (the last one zero-padded).
+
+        Returns
+        -------
+        numpy.ndarray
+            ``uint8[E]``: each entry's encoding id, 0 (zeros) to 8 (uncompressed).
+
+        Raises
+        ------
+        TypeError
+            ``data`` cannot be read as raw memory.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> x = np.r_[np.zeros(32), np.arange(1000, 1032)].astype(np.uint32)  # a zero entry, then indices
+        >>> [ENCODINGS[i] for i in BDI().encodings(x)]
+        ['zeros', 'b4d1']
         """
         return _run(as_entries(data))[0]

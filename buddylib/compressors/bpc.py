@@ -64,6 +64,22 @@ class _Params:
 class BPC(Coded):
     """Bit-Plane Compression with W-bit words (SPEC §2.1): size path, encoder and decoder.
 
+    Parameters
+    ----------
+    width : {32, 64}
+        The word width W (``bpc32``, ``bpc64``).
+    parallel : bool
+        ``False`` runs serial kernels that release the GIL on every input (with the default, only inputs
+        below :data:`buddylib.compressors.abc.PARALLEL_MIN_ENTRIES` entries do): the same results, safe to call
+        from several threads at once (numba's parallel kernels are not, under its ``workqueue`` threading layer).
+
+    Raises
+    ------
+    ValueError
+        A width other than 32 or 64.
+
+    Examples
+    --------
     >>> import numpy as np
     >>> bpc = BPC(32)
     >>> x = np.arange(64, dtype=np.uint32)
@@ -71,10 +87,6 @@ class BPC(Coded):
     array([15, 23], dtype=uint16)
     >>> bytes(bpc.decode(bpc.encode(x))) == x.tobytes()
     True
-
-    ``parallel=False`` runs serial kernels that release the GIL on every input (with the default,
-    only inputs below ``abc.PARALLEL_MIN_ENTRIES`` entries do): the same results, safe to call from
-    several threads at once (numba's parallel kernels are not, under its ``workqueue`` threading layer).
     """
 
     magic: ClassVar[bytes] = bpc_stream.MAGIC

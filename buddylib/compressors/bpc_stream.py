@@ -41,7 +41,24 @@ class Stream(NamedTuple):
 
 
 def code_offsets(lengths: np.ndarray) -> np.ndarray:
-    """Byte offset of each entry's code, plus the total, from code lengths in bits."""
+    """Byte offset of each entry's code, plus the total, from code lengths in bits.
+
+    Parameters
+    ----------
+    lengths : numpy.ndarray
+        ``[E]``: each entry's code length in bits; a code takes whole bytes.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``int64[E + 1]``: where each code starts in the payload, then the payload's size.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> code_offsets(np.array([15, 23, 8]))
+    array([0, 2, 5, 6])
+    """
     offsets = np.zeros(lengths.size + 1, dtype=np.int64)
     np.cumsum((lengths.astype(np.int64) + 7) >> 3, out=offsets[1:])
     return offsets
@@ -49,10 +66,33 @@ def code_offsets(lengths: np.ndarray) -> np.ndarray:
 
 def check_codes(lengths: object, payload: object, min_bits: int, max_bits: int,
                 name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Validate a ``(lengths, payload)`` pair for the decoder: ``(lengths as uint16, offsets, payload)``.
+    """Validate a ``(lengths, payload)`` pair for the decoder.
 
-    Lengths outside ``[min_bits, max_bits]`` and a payload shorter or longer than the lengths
-    say raise ``ValueError`` naming the first bad entry.
+    Parameters
+    ----------
+    lengths : array_like
+        1-D integers: each entry's code length in bits.
+    payload : array_like
+        1-D uint8: the codes (:func:`code_offsets`).
+    min_bits, max_bits : int
+        The shortest and longest code the code can emit.
+    name : str
+        The code's name, for the messages (``"bpc32"``).
+
+    Returns
+    -------
+    lengths : numpy.ndarray
+        The lengths as uint16.
+    offsets : numpy.ndarray
+        :func:`code_offsets` of them.
+    payload : numpy.ndarray
+        The payload, as an array.
+
+    Raises
+    ------
+    ValueError
+        Arrays of the wrong kind, or, naming the first bad entry, lengths outside ``[min_bits, max_bits]`` or a
+        payload shorter or longer than the lengths say.
     """
     lengths = np.asarray(lengths)
     payload = np.asarray(payload)
@@ -78,7 +118,20 @@ def check_codes(lengths: object, payload: object, min_bits: int, max_bits: int,
 
 
 def raise_entry_error(errors: np.ndarray, messages: dict[int, str]) -> None:
-    """``ValueError`` naming the first entry whose decoder error code (errors[e]) is not 0, if any."""
+    """``ValueError`` naming the first entry whose decoder error code (errors[e]) is not 0, if any.
+
+    Parameters
+    ----------
+    errors : numpy.ndarray
+        ``[E]``: the decoder's error code of each entry, 0 where it decoded.
+    messages : dict of int to str
+        The message of each error code (a code's ``decode_errors``).
+
+    Raises
+    ------
+    ValueError
+        ``"entry e: <message>"`` for the first entry with an error.
+    """
     bad = np.flatnonzero(errors)
     if bad.size:
         e = int(bad[0])
@@ -86,8 +139,21 @@ def raise_entry_error(errors: np.ndarray, messages: dict[int, str]) -> None:
 
 
 def data_nbytes(data: object, entries: np.ndarray) -> int:
-    """Size in bytes of the original buffer (before zero padding to whole entries): an array's own (memoryview
-    refuses ml_dtypes' bfloat16 and float8), else the buffer's."""
+    """Size in bytes of the original buffer, before zero padding to whole entries.
+
+    Parameters
+    ----------
+    data : array, bytes or buffer
+        The buffer as given: an array's own ``nbytes`` is taken (memoryview refuses ml_dtypes' bfloat16 and
+        float8), else the buffer's.
+    entries : numpy.ndarray
+        Its entries (``(E, 128)`` uint8); not read.
+
+    Returns
+    -------
+    int
+        The buffer's size in bytes.
+    """
     if isinstance(data, np.ndarray):
         return data.nbytes
     try:
@@ -97,16 +163,56 @@ def data_nbytes(data: object, entries: np.ndarray) -> int:
 
 
 def pack(width: int, data: np.ndarray, lengths: np.ndarray, payload: np.ndarray, magic: bytes = MAGIC) -> bytes:
-    """The stream of a buffer ``data`` (its bytes, uint8) whose entries' codes are ``(lengths, payload)``;
-    ``magic`` and ``width`` name the code (another per-entry code keeps this container under its own)."""
+    """The stream of a buffer ``data`` whose entries' codes are ``(lengths, payload)``.
+
+    Parameters
+    ----------
+    width : int
+        The header's width byte: BPC's word width, or another code's format.
+    data : numpy.ndarray
+        The buffer's bytes, uint8, without the entries' zero padding (their size and CRC-32 go in the header).
+    lengths, payload : numpy.ndarray
+        The entries' codes (``encode_entries``).
+    magic : bytes
+        Four bytes naming the code (another per-entry code keeps this container under its own).
+
+    Returns
+    -------
+    bytes
+        :data:`HEADER`, the lengths as little-endian uint16, then the payload.
+    """
     header = HEADER.pack(magic, width, bytes(3), data.size, lengths.size, zlib.crc32(data))
     return b"".join((header, lengths.astype("<u2").tobytes(), payload.tobytes()))
 
 
 def unpack(stream: object, width: int, magic: bytes = MAGIC, name: str | None = None) -> Stream:
     """Split a stream written by bpc``width`` (or by the code ``name`` whose stream has ``magic``) into its
-    parts; ``ValueError`` for a foreign stream or a damaged header or length table (the codes are checked by
-    :func:`check_codes` and the decoder)."""
+    parts.
+
+    Parameters
+    ----------
+    stream : bytes or buffer
+        The stream.
+    width : int
+        The width byte the stream must have.
+    magic : bytes
+        The magic the stream must have.
+    name : str, optional
+        The code's name, for the messages (default ``bpc<width>``).
+
+    Returns
+    -------
+    Stream
+        Its size, CRC-32, lengths and payload; the codes are not checked here (:func:`check_codes` and the
+        decoder do).
+
+    Raises
+    ------
+    ValueError
+        A foreign stream (another magic or width), or a damaged header or length table.
+    TypeError
+        ``stream`` is not a buffer.
+    """
     kind = "BPC" if magic == MAGIC else magic[:3].decode("ascii", "replace")
     name = name or f"bpc{width}"
     buf = np.frombuffer(memoryview(stream).cast("B"), dtype=np.uint8)  # type: ignore[arg-type]
@@ -131,7 +237,25 @@ def unpack(stream: object, width: int, magic: bytes = MAGIC, name: str | None = 
 
 def check_data(entries: np.ndarray, stream: Stream) -> bytes:
     """The decoded buffer: the first ``nbytes`` of the decoded entries, once the zero padding after
-    them and the CRC-32 are checked (``ValueError`` otherwise)."""
+    them and the CRC-32 are checked.
+
+    Parameters
+    ----------
+    entries : numpy.ndarray
+        The decoded entries, ``uint8[E, 128]``.
+    stream : Stream
+        The parts of the stream they were decoded from (:func:`unpack`).
+
+    Returns
+    -------
+    bytes
+        The buffer's ``stream.nbytes`` bytes.
+
+    Raises
+    ------
+    ValueError
+        Nonzero bytes after the data, or a checksum mismatch.
+    """
     flat = entries.reshape(-1)
     if flat[stream.nbytes:].any():
         raise ValueError(f"entry {entries.shape[0] - 1}: nonzero bytes past the end of the data (corrupted)")

@@ -94,7 +94,18 @@ class _CodedCodec(numcodecs.abc.Codec):
 
 
 class BPCCodec(_CodedCodec):
-    """numcodecs codec: ``{"id": "buddylib.bpc", "width": 32}`` (or 64)."""
+    """numcodecs codec: ``{"id": "buddylib.bpc", "width": 32}`` (or 64).
+
+    Parameters
+    ----------
+    width : {32, 64}
+        BPC's word width.
+
+    Raises
+    ------
+    ValueError
+        Any other width (also a bool or a non-integer).
+    """
 
     codec_id = CODEC_ID
 
@@ -104,7 +115,18 @@ class BPCCodec(_CodedCodec):
 
 
 class EBOCodec(_CodedCodec):
-    """numcodecs codec: ``{"id": "buddylib.ebo", "fmt": "bf16"}`` (or "fp16"), for arrays of 16-bit floats."""
+    """numcodecs codec: ``{"id": "buddylib.ebo", "fmt": "bf16"}`` (or "fp16"), for arrays of 16-bit floats.
+
+    Parameters
+    ----------
+    fmt : {"bf16", "fp16", "e4m3"}
+        The float format (:data:`buddylib.compressors.ebo.FORMATS`).
+
+    Raises
+    ------
+    ValueError
+        An unknown format.
+    """
 
     codec_id = EBO_CODEC_ID
 
@@ -151,7 +173,18 @@ class _CodedZarrCodec(BytesBytesCodec):
 
 @dataclass(frozen=True)
 class BPCZarrCodec(_CodedZarrCodec):
-    """zarr v3 bytes-to-bytes codec: ``{"name": "buddylib.bpc", "configuration": {"width": 32}}``."""
+    """zarr v3 bytes-to-bytes codec: ``{"name": "buddylib.bpc", "configuration": {"width": 32}}``.
+
+    Parameters
+    ----------
+    width : {32, 64}
+        BPC's word width (keyword only).
+
+    Raises
+    ------
+    ValueError
+        Any other width.
+    """
 
     NAME: ClassVar[str] = CODEC_ID
     OPTION: ClassVar[str] = "width"
@@ -164,7 +197,18 @@ class BPCZarrCodec(_CodedZarrCodec):
 
 @dataclass(frozen=True)
 class EBOZarrCodec(_CodedZarrCodec):
-    """zarr v3 bytes-to-bytes codec: ``{"name": "buddylib.ebo", "configuration": {"fmt": "bf16"}}`` (or "fp16")."""
+    """zarr v3 bytes-to-bytes codec: ``{"name": "buddylib.ebo", "configuration": {"fmt": "bf16"}}`` (or "fp16").
+
+    Parameters
+    ----------
+    fmt : {"bf16", "fp16", "e4m3"}
+        The float format (keyword only).
+
+    Raises
+    ------
+    ValueError
+        An unknown format.
+    """
 
     NAME: ClassVar[str] = EBO_CODEC_ID
     OPTION: ClassVar[str] = "fmt"

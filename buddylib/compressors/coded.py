@@ -64,9 +64,23 @@ class Coded(Compressor):
     def encode_entries(self, data: object) -> tuple[np.ndarray, np.ndarray]:
         """Encode every entry: ``(lengths, payload)``.
 
-        ``lengths`` (uint16[E]) is each entry's code length in bits, equal to ``bits``;
-        ``payload`` (uint8) holds the codes MSB first, entry e starting at byte
-        ``sum(ceil(lengths[:e] / 8))``, unused bits of an entry's last byte zero.
+        Parameters
+        ----------
+        data : array, bytes or buffer
+            Any buffer, cut into 128-byte entries (the last one zero-padded).
+
+        Returns
+        -------
+        lengths : numpy.ndarray
+            ``uint16[E]``: each entry's code length in bits, equal to ``bits``.
+        payload : numpy.ndarray
+            ``uint8``: the codes MSB first, entry e starting at byte ``sum(ceil(lengths[:e] / 8))``
+            (:func:`~buddylib.compressors.bpc_stream.code_offsets`), unused bits of an entry's last byte zero.
+
+        Raises
+        ------
+        TypeError
+            ``data`` cannot be read as raw memory.
         """
         entries = as_entries(data)
         words = readonly(self._words(entries))
@@ -81,9 +95,26 @@ class Coded(Compressor):
         return lengths, payload
 
     def decode_entries(self, lengths: np.ndarray, payload: np.ndarray) -> np.ndarray:
-        """Inverse of :meth:`encode_entries`: the ``(E, 128)`` uint8 entries.
+        """Inverse of :meth:`encode_entries`: the entries from their codes.
 
-        Raises ``ValueError`` naming the first bad entry for a truncated or corrupted input.
+        Parameters
+        ----------
+        lengths : numpy.ndarray
+            1-D integer array: each entry's code length in bits.
+        payload : numpy.ndarray
+            1-D uint8 array: the codes, packed as :meth:`encode_entries` packs them.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``uint8[E, 128]``: the decoded entries.
+
+        Raises
+        ------
+        ValueError
+            A truncated or corrupted input, naming the first bad entry: a length outside the code's range, a
+            payload shorter or longer than the lengths say, or a code the encoder would not write; also arrays
+            of the wrong kind.
         """
         lengths, offsets, payload = bpc_stream.check_codes(lengths, payload, self.min_bits, self.max_bits,
                                                               self.name)
@@ -96,14 +127,47 @@ class Coded(Compressor):
         return out
 
     def encode(self, data: object) -> bytes:
-        """Whole buffer -> self-describing stream (header, lengths, codes)."""
+        """Whole buffer -> self-describing stream (header, lengths, codes).
+
+        Parameters
+        ----------
+        data : array, bytes or buffer
+            Any buffer; its size in bytes is recorded, so :meth:`decode` drops the zero padding.
+
+        Returns
+        -------
+        bytes
+            The stream (:mod:`~buddylib.compressors.bpc_stream`): header with a CRC-32 of the data, lengths, codes.
+
+        Raises
+        ------
+        TypeError
+            ``data`` cannot be read as raw memory.
+        """
         flat = as_entries(data)
         nbytes = bpc_stream.data_nbytes(data, flat)
         lengths, payload = self.encode_entries(flat)
         return bpc_stream.pack(self.stream_id, flat.reshape(-1)[:nbytes], lengths, payload, self.magic)
 
     def decode(self, stream: object) -> bytes:
-        """Inverse of :meth:`encode`; ``ValueError`` for any damaged or foreign stream."""
+        """Inverse of :meth:`encode`.
+
+        Parameters
+        ----------
+        stream : bytes or buffer
+            A stream written by :meth:`encode` of this code (the same width or format).
+
+        Returns
+        -------
+        bytes
+            The encoded buffer's bytes.
+
+        Raises
+        ------
+        ValueError
+            Any damaged or foreign stream: another code's, a bad header, truncated, corrupted codes, or a
+            checksum mismatch.
+        """
         parts = bpc_stream.unpack(stream, self.stream_id, self.magic, self.name)
         return bpc_stream.check_data(self.decode_entries(parts.lengths, parts.payload), parts)
 

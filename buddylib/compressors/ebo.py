@@ -364,7 +364,7 @@ def _values(code, length, E, M, out, e, tmp):
 @chunk_body
 def _decode_chunk(payload, offsets, lengths, E, M, lo, hi, out, errors, s8, tmp, plans):
     """Decode the codes of entries lo..hi-1 into ``out`` (entries, values); ``errors[e]``: 0, or a
-    :data:`DECODE_ERRORS` code. A code is read where it lies in the payload, or, within :data:`MARGIN` bytes of
+    ``DECODE_ERRORS`` code. A code is read where it lies in the payload, or, within :data:`MARGIN` bytes of
     the payload's end, from a copy in ``s8`` (scratch) with zeros after it, so no read leaves an array: the
     values a block reads past the code are discarded. First the bits after the code in its last byte are checked
     to be zero; last, once the chunk is decoded (its entries' stores done, not waited on by each plan's loads),
@@ -404,9 +404,36 @@ KERNELS = {True: (_bits, _encode, _decode), False: (serial(_bits), serial(_encod
 
 
 def entry_sectors(x: np.ndarray, fmt: str, entry: int = ENTRY_BYTES, sector: int = 32) -> np.ndarray:
-    """Sectors each ``entry``-byte entry of ``x`` (zero-padded to whole entries) takes in ``sector``-byte
-    sectors under the code generalised to that entry (module docstring): its length rounded up to whole
-    sectors, ``entry / sector`` (raw) where longer than the entry, 0 for an all-zero entry (flagged)."""
+    """Sectors each ``entry``-byte entry of ``x`` takes in ``sector``-byte sectors under the code generalised
+    to that entry (module docstring).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The values; its bytes, in C order, are zero-padded to whole entries.
+    fmt : {"bf16", "fp16", "e4m3"}
+        The float format (a key of ``FORMATS``).
+    entry, sector : int
+        Bytes of an entry and of a sector: the entry must hold whole sectors and a multiple of 32 values.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``int64[E]``: each entry's code length rounded up to whole sectors, ``entry / sector`` (raw) where
+        longer than the entry, 0 for an all-zero entry (flagged).
+
+    Raises
+    ------
+    ValueError
+        An unknown format, or an entry and sector size that do not fit each other.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.r_[np.full(64, 0x3F80), np.zeros(64)].astype(np.uint16)   # 64 bf16 values 1.0, 64 zeros
+    >>> entry_sectors(x, "bf16"), entry_sectors(x, "bf16", sector=16), entry_sectors(x, "bf16", 256, 16)
+    (array([3, 0]), array([5, 0]), array([6]))
+    """
     if fmt not in FORMATS:
         raise ValueError(f"EBO format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     e_bits, m_bits = FORMATS[fmt]
@@ -428,6 +455,24 @@ PLANS = {True: _plans, False: serial(_plans)}
 class EBO(Coded):
     """Exponent-base-offset code of 16-bit floats (module docstring): size path, encoder and decoder.
 
+    Its stream is BPC's container under its own magic (``EBO1``), the format byte 16 for bf16, 17 for fp16 and
+    18 for e4m3.
+
+    Parameters
+    ----------
+    fmt : {"bf16", "fp16", "e4m3"}
+        The float format (a key of ``FORMATS``).
+    parallel : bool
+        ``False``: serial kernels that release the GIL on every input, as
+        :class:`~buddylib.compressors.bpc.BPC`'s.
+
+    Raises
+    ------
+    ValueError
+        An unknown format.
+
+    Examples
+    --------
     >>> import numpy as np
     >>> ebo = EBO("bf16")
     >>> ones = np.full(64, 0x3F80, dtype=np.uint16)     # one entry of 64 bf16 values 1.0
@@ -435,10 +480,6 @@ class EBO(Coded):
     array([524], dtype=uint16)
     >>> ebo.decode(ebo.encode(ones)) == ones.tobytes()
     True
-
-    ``parallel=False``: serial kernels that release the GIL on every input, as
-    :class:`~buddylib.compressors.bpc.BPC`'s. Its stream is
-    BPC's container under its own magic (``EBO1``), the format byte 16 for bf16, 17 for fp16 and 18 for e4m3.
     """
 
     magic: ClassVar[bytes] = MAGIC
@@ -471,15 +512,50 @@ class EBO(Coded):
         return 16 + list(FORMATS).index(self.fmt)
 
     def decode_entries(self, lengths: np.ndarray, payload: np.ndarray) -> np.ndarray:
-        """As :meth:`buddylib.compressors.coded.Coded.decode_entries`, on a contiguous copy of a strided payload: the
-        decoder reads a code
-        at its address."""
+        """As :meth:`buddylib.compressors.coded.Coded.decode_entries`, on a contiguous copy of a strided payload:
+        the decoder reads a code at its address.
+
+        Parameters
+        ----------
+        lengths : numpy.ndarray
+            1-D integer array: each entry's code length in bits.
+        payload : numpy.ndarray
+            1-D uint8 array: the codes, as :meth:`encode_entries` packs them.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``uint8[E, 128]``: the decoded entries.
+
+        Raises
+        ------
+        ValueError
+            A truncated or corrupted input, naming the first bad entry (``DECODE_ERRORS``), or arrays of the
+            wrong kind.
+        """
         return super().decode_entries(lengths, np.ascontiguousarray(payload))
 
     def encode_entries(self, data: object) -> tuple[np.ndarray, np.ndarray]:
-        """As :meth:`buddylib.compressors.coded.Coded.encode_entries`, planning each entry once: the size path keeps
-        its plans for the
-        encoder."""
+        """As :meth:`buddylib.compressors.coded.Coded.encode_entries`, planning each entry once: the size path
+        keeps its plans for the encoder.
+
+        Parameters
+        ----------
+        data : array, bytes or buffer
+            Any buffer, cut into 128-byte entries (the last one zero-padded).
+
+        Returns
+        -------
+        lengths : numpy.ndarray
+            ``uint16[E]``: each entry's code length in bits, equal to ``bits``.
+        payload : numpy.ndarray
+            ``uint8``: the codes MSB first, one after another on byte boundaries, unused bits zero.
+
+        Raises
+        ------
+        TypeError
+            ``data`` cannot be read as raw memory.
+        """
         entries = as_entries(data)
         words = readonly(self._words(entries))
         (_, encode, _), turn = self._kernels(entries.shape[0])

@@ -100,7 +100,26 @@ def _bits16(a: object, fmt: str | None, name: str = "a") -> tuple[np.ndarray, st
 
 
 def exponent_counts(a: object, fmt: str | None = None) -> np.ndarray:
-    """How many values of ``a`` have each exponent field (int64[2**E]: 256 for bf16, 32 for fp16)."""
+    """How many values of ``a`` have each exponent field.
+
+    Parameters
+    ----------
+    a : array or torch.Tensor
+        The tensor: 16-bit or FP8 floats, or their bit patterns (module docstring).
+    fmt : {"bf16", "fp16", "e4m3"}, optional
+        How to read bit patterns; inferred from a float dtype (bit patterns: bf16, or e4m3 for 8-bit words).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``int64[2**E]``: 256 entries for bf16, 32 for fp16, 16 for e4m3.
+
+    Raises
+    ------
+    ValueError
+        A dtype that is not a 16-bit or FP8 float or its bits, an unknown ``fmt`` or one that contradicts the
+        dtype or the word size, or an empty tensor.
+    """
     return _counts(*_bits16(a, fmt))
 
 
@@ -114,7 +133,28 @@ def exponent_entropy_bytes(a: object, fmt: str | None = None) -> float:
 
     ``H`` is the empirical entropy of the exponent field (order 0, code book not counted) and ``1 + M`` the raw
     sign and mantissa bits (8 for bf16, 11 for fp16, 4 for e4m3). No such code beats it by coding exponents one at a
-    time; DFloat11 and ZipNN's exponent stream sit just above it. A float: a bound, not a stored size.
+    time; DFloat11 and ZipNN's exponent stream sit just above it.
+
+    Parameters
+    ----------
+    a, fmt
+        The tensor and its format, as for :func:`exponent_counts`.
+
+    Returns
+    -------
+    float
+        The bound in bytes: a bound, not a stored size.
+
+    Raises
+    ------
+    ValueError
+        As :func:`exponent_counts`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> exponent_entropy_bytes(np.array([1.0, 2.0, 4.0, 0.5] * 25, np.float16))   # 2 bits + 11 a value
+    162.5
     """
     w, fmt = _bits16(a, fmt)
     counts = _counts(w, fmt)
@@ -154,12 +194,28 @@ def _dahuffman_code(counts: Mapping[int, int]) -> dict[int, tuple[int, int]]:
 
 
 def dfloat11_code(counts: np.ndarray) -> dict[int, tuple[int, int]]:
-    """DFloat11's Huffman code of the exponents with these counts: ``{exponent: (length, value)}``, the end of
-    file as ``-1``, after its limit of ``DF11_MAX_CODE_BITS`` (32) bits.
+    """DFloat11's Huffman code of the exponents with these counts, after its limit of
+    ``DF11_MAX_CODE_BITS`` (32) bits.
 
     The limit is the package's own heuristic (``dfloat11_utils.get_32bit_codec``), not a length-limited
     Huffman code: while the longest code exceeds 32 bits, the ``k`` rarest exponents (``k = 2, 3, ...``,
     picked by ``np.argpartition`` as it does) are given count 1 and the code is rebuilt.
+
+    Parameters
+    ----------
+    counts : numpy.ndarray
+        Values per exponent field (:func:`exponent_counts`); exponents of count 0 get no code.
+
+    Returns
+    -------
+    dict of int to (int, int)
+        ``{exponent: (length, value)}``: each code's length in bits and its bits; the end of file as ``-1``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> dfloat11_code(exponent_counts(np.full(100, 0x3F80, np.uint16)))   # one exponent and the end of file
+    {127: (1, 1), -1: (1, 0)}
     """
     symbols = np.flatnonzero(counts)
     freq = counts[symbols]
@@ -185,7 +241,7 @@ class DFloat11Size(NamedTuple):
 
     @property
     def total(self) -> int:
-        """The whole tensor's size, in bits."""
+        """The whole tensor's size, in bytes."""
         return sum(self)
 
 
@@ -213,8 +269,22 @@ def dfloat11_size(a: object) -> DFloat11Size:
     tables out; this total has them (1 KiB for MiniLM's weights in bf16, so a tensor of a few hundred values
     pays far more than 11 bits a value). The gaps cost 5 bits every 64 bits of stream, 7.8% of it.
     Where the package's ``get_luts`` fails (``UnboundLocalError`` when no exponent's code starts the first
-    table, as with a single exponent), the tables it would build are counted. Raises ``ValueError``
-    unless ``a`` is bf16 (its compressor asserts ``torch.bfloat16``); bit patterns are read as bf16.
+    table, as with a single exponent), the tables it would build are counted.
+
+    Parameters
+    ----------
+    a : array or torch.Tensor
+        A bf16 tensor, or its bit patterns (read as bf16).
+
+    Returns
+    -------
+    DFloat11Size
+        The bytes of each buffer; ``.total`` their sum.
+
+    Raises
+    ------
+    ValueError
+        ``a`` is not bf16 (its compressor asserts ``torch.bfloat16``), or as :func:`exponent_counts`.
     """
     w, fmt = _bits16(a, None)
     if fmt != "bf16":
@@ -244,7 +314,23 @@ def dfloat11_size(a: object) -> DFloat11Size:
 
 
 def dfloat11_bytes(a: object) -> int:
-    """Compressed size in bytes of the bf16 tensor ``a`` under DFloat11 0.5.0 (see :func:`dfloat11_size`)."""
+    """Compressed size in bytes of the bf16 tensor ``a`` under DFloat11 0.5.0 (see :func:`dfloat11_size`).
+
+    Parameters
+    ----------
+    a : array or torch.Tensor
+        A bf16 tensor, or its bit patterns (read as bf16).
+
+    Returns
+    -------
+    int
+        ``dfloat11_size(a).total``: both streams and the decoder's tables.
+
+    Raises
+    ------
+    ValueError
+        As :func:`dfloat11_size`.
+    """
     return dfloat11_size(a).total
 
 
@@ -269,14 +355,55 @@ def zipnn_compress(a: object, fmt: str | None = None, threads: int = 1) -> bytes
 
     For bf16 ZipNN first moves the sign bit below the exponent so the exponent fills one byte; fp16 is split
     into its two bytes as they are. zipnn 0.5.4 does that reordering in place, even in a ``bytes`` object, so
-    it is given a private copy here. One thread by default: sizes do not depend on it, speeds per core do.
+    it is given a private copy here.
+
+    Parameters
+    ----------
+    a, fmt
+        The tensor and its format, as for :func:`exponent_counts` (FP8 included).
+    threads : int
+        ZipNN's threads; one by default: sizes do not depend on it, speeds per core do.
+
+    Returns
+    -------
+    bytes
+        The stream, for :func:`zipnn_decompress`.
+
+    Raises
+    ------
+    ImportError
+        zipnn is not installed (:func:`zipnn_available`).
+    ValueError
+        ``threads`` below 1, or as :func:`exponent_counts`.
     """
     w, fmt = _bits16(a, fmt)
     return bytes(_zipnn(fmt, threads).compress(bytearray(memoryview(w))))
 
 
 def zipnn_decompress(blob: bytes, fmt: str = "bf16", threads: int = 1) -> np.ndarray:
-    """The bit patterns (uint16; uint8 for e4m3) of a :func:`zipnn_compress` stream of format ``fmt``."""
+    """The bit patterns of a :func:`zipnn_compress` stream of format ``fmt``.
+
+    Parameters
+    ----------
+    blob : bytes
+        The stream; not modified (ZipNN is given a copy).
+    fmt : {"bf16", "fp16", "e4m3"}
+        The format it was compressed as.
+    threads : int
+        ZipNN's threads.
+
+    Returns
+    -------
+    numpy.ndarray
+        The values' bit patterns, flat and writable: uint16, or uint8 for e4m3.
+
+    Raises
+    ------
+    ImportError
+        zipnn is not installed.
+    ValueError
+        An unknown ``fmt``, or ``threads`` below 1.
+    """
     if fmt not in FORMATS:
         raise ValueError(f"fmt: unknown float format {fmt!r}; available: {', '.join(FORMATS)}")
     out = _zipnn(fmt, threads).decompress(bytearray(blob))  # a copy: the stream is not the caller's to change
@@ -284,7 +411,23 @@ def zipnn_decompress(blob: bytes, fmt: str = "bf16", threads: int = 1) -> np.nda
 
 
 def zipnn_bytes(a: object, fmt: str | None = None, threads: int = 1) -> int:
-    """Compressed size in bytes of ``a`` under ZipNN 0.5.4 (:func:`zipnn_compress`), header included."""
+    """Compressed size in bytes of ``a`` under ZipNN 0.5.4 (:func:`zipnn_compress`), header included.
+
+    Parameters
+    ----------
+    a, fmt, threads
+        As for :func:`zipnn_compress`.
+
+    Returns
+    -------
+    int
+        Bytes of the stream.
+
+    Raises
+    ------
+    ImportError, ValueError
+        As :func:`zipnn_compress`.
+    """
     return len(zipnn_compress(a, fmt, threads))
 
 
@@ -298,7 +441,27 @@ def zipnn_available() -> bool:
 
 
 def peer_bytes(a: object, peer: str, fmt: str | None = None) -> float:
-    """Size in bytes of ``a`` under one of :data:`PEERS` (a float only for the entropy bound)."""
+    """Size in bytes of ``a`` under one of :data:`PEERS`.
+
+    Parameters
+    ----------
+    a, fmt
+        The tensor and its format, as for :func:`exponent_counts`.
+    peer : {"dfloat11", "zipnn", "exponent-entropy"}
+        :func:`dfloat11_bytes`, :func:`zipnn_bytes` (one thread) or :func:`exponent_entropy_bytes`.
+
+    Returns
+    -------
+    int or float
+        The size; a float only for the entropy bound.
+
+    Raises
+    ------
+    ValueError
+        An unknown peer, DFloat11 of a tensor that is not bf16, or as :func:`exponent_counts`.
+    ImportError
+        ZipNN without zipnn installed.
+    """
     if peer == "dfloat11":
         if fmt not in (None, "bf16") or _bits16(a, fmt)[1] != "bf16":
             raise ValueError(f"fmt: DFloat11 codes bf16 tensors only; got {fmt!r}")
@@ -312,9 +475,33 @@ def peer_bytes(a: object, peer: str, fmt: str | None = None) -> float:
 
 def peer_ratios(a: object, fmt: str | None = None, peers: Sequence[str] | None = None,
                 zstd_levels: Sequence[int] = (1, 3)) -> dict[str, float]:
-    """Uncompressed over compressed bytes of ``a`` for each peer and for zstd at each level (``"zstd-1"``...).
+    """Uncompressed over compressed bytes of ``a`` for each peer and for zstd at each level.
 
-    ``peers`` defaults to every peer that applies: DFloat11 on bf16 only, ZipNN only where zipnn imports.
+    Parameters
+    ----------
+    a, fmt
+        The tensor and its format, as for :func:`exponent_counts`.
+    peers : sequence of str, optional
+        Names of :data:`PEERS`; default every peer that applies: DFloat11 on bf16 only, ZipNN only where zipnn
+        imports.
+    zstd_levels : sequence of int
+        zstd levels (:func:`~buddylib.compressors.reference.reference_bytes`) to compare with.
+
+    Returns
+    -------
+    dict of str to float
+        The ratio of each peer, then ``"zstd-<level>"`` of each level.
+
+    Raises
+    ------
+    ValueError, ImportError
+        As :func:`peer_bytes`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> peer_ratios(np.full(100, 0x3F80, np.uint16), peers=["exponent-entropy"], zstd_levels=[1])
+    {'exponent-entropy': 2.0, 'zstd-1': 11.11111111111111}
     """
     w, fmt = _bits16(a, fmt)
     if peers is None:

@@ -17,13 +17,56 @@ REFERENCES = ("zstd", "lz4")
 def reference_bytes(data: object, method: str = "zstd", level: int = 1) -> int:
     """Compressed size in bytes of the whole buffer ``data`` with ``method`` at ``level``.
 
-    ``level`` is zstd's level (1 = fastest) or lz4 frame's compression level (0 = fast).
+    Parameters
+    ----------
+    data : array, bytes or buffer
+        Any buffer: its bytes in logical C order.
+    method : {"zstd", "lz4"}
+        The codec (``REFERENCES``).
+    level : int
+        zstd's level (1 = fastest) or lz4 frame's compression level (0 = fast; 1 is taken as 0).
+
+    Returns
+    -------
+    int
+        Bytes of the ``reference_compress`` frame, header included.
+
+    Raises
+    ------
+    ValueError
+        An unknown method.
+    TypeError
+        ``data`` cannot be read as raw memory.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> reference_bytes(np.zeros(4096, np.uint8))
+    19
     """
     return len(reference_compress(data, method, level))
 
 
 def reference_compress(data: object, method: str = "zstd", level: int = 1) -> bytes:
-    """Compress the whole buffer with zstd or lz4 (frame format, content size recorded)."""
+    """Compress the whole buffer with zstd or lz4 (frame format, content size recorded).
+
+    Parameters
+    ----------
+    data, method, level
+        As for :func:`reference_bytes`.
+
+    Returns
+    -------
+    bytes
+        The compressed frame.
+
+    Raises
+    ------
+    ValueError
+        An unknown method.
+    TypeError
+        ``data`` cannot be read as raw memory.
+    """
     buf = _as_byte_array(data, "data")
     if method == "zstd":
         return zstandard.ZstdCompressor(level=level).compress(buf)
@@ -33,7 +76,25 @@ def reference_compress(data: object, method: str = "zstd", level: int = 1) -> by
 
 
 def reference_ratio(data: object, method: str = "zstd", level: int = 1) -> float:
-    """Uncompressed bytes over compressed bytes for the whole buffer."""
+    """Uncompressed bytes over compressed bytes for the whole buffer.
+
+    Parameters
+    ----------
+    data, method, level
+        As for :func:`reference_bytes`.
+
+    Returns
+    -------
+    float
+        The ratio; NaN for an empty buffer.
+
+    Raises
+    ------
+    ValueError
+        An unknown method.
+    TypeError
+        ``data`` cannot be read as raw memory.
+    """
     n = _as_byte_array(data, "data").size
     return n / reference_bytes(data, method, level) if n else float("nan")
 

@@ -37,7 +37,47 @@ BENCH_TARGET_MIB = 256
 class Results:
     """What one run computed, as the index shows it. Ratios and slowdowns are per workload at the
     headline configuration (:data:`buddylib.paper.HEADLINE`); slowdowns are factors (1.01 = 1%); an
-    empty mapping means the run did not compute it. Paths are relative to the reports folder."""
+    empty mapping means the run did not compute it. Paths are relative to the reports folder.
+
+    Parameters
+    ----------
+    bench_mib : int
+        MiB per data kind of the run's compressor benchmark.
+    hpc_ratio, dl_ratio, dl_ideal, extra_ratio : dict of str to float
+        Effective ratio per HPC and DL workload, the DL workloads' ideal ratio, and the effective ratio of the
+        workloads beyond the paper.
+    hpc_slowdown, hpc_slowdown_credit, dl_slowdown, dl_slowdown_credit : dict of str to float
+        Slowdown per workload without bandwidth credit (the paper's comparison) and with it.
+    hpc_table, slowdown_table : pandas.DataFrame
+        Run facts, ideal and effective ratios per HPC workload; percent slowdown per link preset, then UM (times
+        slower).
+    bpc_ratio : dict of str to float
+        BPC-32's ideal ratio per benchmark data kind.
+    bench_markdown : str
+        The benchmark's report (:func:`buddylib.report.bench.write`'s Markdown).
+    files : dict of str to list of str
+        The result files of ``"hpc"``, ``"slowdown"`` and ``"bench"``.
+    took, tasks : dict of str to float
+        Seconds per phase (``"total"`` last) and per parallel task.
+    environment : dict of str to str
+        What the run was measured on.
+    notebooks : list of dict
+        Per executed notebook: ``notebook``, ``seconds``, ``files``.
+    batch_gain : dict of str to float
+        Largest batch, Buddy over uncompressed, per CNN (notebook 07).
+    fidelity : dict of str to pandas.DataFrame
+        Notebook 09's attribution tables by file name (:data:`FIDELITY_TABLES`).
+    summaries : pandas.DataFrame
+        The committed summaries read instead of run (:func:`buddylib.studies.remake.provenance`), one row each.
+    llm_ratios, llm_capacity, granularity : pandas.DataFrame
+        Beyond the paper: ratio per LLM tensor kind and the capacity question (notebook 10); effective ratio per
+        target granularity and rule, per suite and size (notebook 11).
+    scales : pandas.DataFrame
+        The headline per suite and size: this run's, and at the committed summaries' scales.
+    skipped : dict of str to str
+        Phases that did not do their work, each with why and how to enable it (the step table says so instead of
+        a time).
+    """
 
     bench_mib: int
     hpc_ratio: dict[str, float]
@@ -73,7 +113,18 @@ class Results:
     skipped: dict[str, str] = field(default_factory=dict)
 
     def save(self, path: Path) -> Path:
-        """Write as JSON (floats round-trip exactly)."""
+        """Write as JSON (floats round-trip exactly).
+
+        Parameters
+        ----------
+        path : Path
+            The file to write (``index.json``).
+
+        Returns
+        -------
+        Path
+            ``path``.
+        """
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         for name in ("hpc_table", "slowdown_table", "summaries", "llm_ratios", "llm_capacity", "granularity",
                      "scales"):
@@ -84,7 +135,18 @@ class Results:
 
     @classmethod
     def load(cls, path: Path) -> Results:
-        """The results :meth:`save` wrote (``index.json``), so the page renders again without recomputing."""
+        """The results :meth:`save` wrote (``index.json``), so the page renders again without recomputing.
+
+        Parameters
+        ----------
+        path : Path
+            The saved file; one from an older run may lack the newer tables (they stay empty).
+
+        Returns
+        -------
+        Results
+            As saved.
+        """
         data = json.loads(Path(path).read_text())
         for name in ("hpc_table", "slowdown_table"):
             data[name] = _frame(data[name])
@@ -96,7 +158,20 @@ class Results:
 
 
 def write(results: Results, out: Path) -> Path:
-    """Save ``results`` and render the page from them into ``out``; return the Markdown index."""
+    """Save ``results`` and render the page from them into ``out``.
+
+    Parameters
+    ----------
+    results : Results
+        What the run computed; saved as ``out/index.json``.
+    out : Path
+        The reports folder; the page is ``README.md`` and ``index.html`` there.
+
+    Returns
+    -------
+    Path
+        The Markdown index, ``out/README.md``.
+    """
     results.save(out / RESULTS_FILE)
     text = markdown(results, out)
     index = out / "README.md"
@@ -110,7 +185,20 @@ SITE = "../docs/_build/html"
 
 
 def markdown(r: Results, out: Path) -> str:
-    """The index as Markdown; figures are shown only where ``out`` holds them (their notebook ran)."""
+    """The index as Markdown.
+
+    Parameters
+    ----------
+    r : Results
+        What the run computed.
+    out : Path
+        The reports folder: figures are shown only where it holds them (their notebook ran).
+
+    Returns
+    -------
+    str
+        The page's Markdown.
+    """
     lines = ["# buddylib reports", "",
              "Generated by `make reproduce`; every number in the 'this suite' column is computed by this run "
              f"from data it generated. The paper's column is quoted from {paper.CITATION}.", "",
@@ -191,8 +279,21 @@ def _scale_rows(r: Results) -> list[str]:
 
 
 def scale_table(scales: pd.DataFrame) -> list[str]:
-    """The headline per suite and size as a Markdown table, one row per row of ``scales`` (the index's, and the
-    documentation site's landing page's)."""
+    """The headline per suite and size as a Markdown table (the index's, and the documentation site's landing
+    page's), beside the paper's quoted numbers.
+
+    Parameters
+    ----------
+    scales : pandas.DataFrame
+        One row per suite and size: ``suite`` (``"hpc"`` or ``"dl"``), ``size``, ``workloads``, ``source``,
+        ``ideal``, ``effective``, ``slowdown``, ``slowdown_credit`` (NaN where not computed), optionally
+        ``timed`` (the workloads whose slowdown was computed) and ``current`` (false: the code has changed since).
+
+    Returns
+    -------
+    list of str
+        The table's lines, one row per row of ``scales``.
+    """
     theirs = {"hpc": f"{paper.HPC_RATIO_ISCA}x (ISCA; arXiv {paper.HPC_RATIO_ARXIV}x), {paper.SLOWDOWN_TEXT}",
               "dl": f"{paper.DL_RATIO}x, {paper.SLOWDOWN_TEXT}"}
     lines = ["| suite | size | where from | ideal | effective | slowdown | with credit | paper (quoted) |",
@@ -403,7 +504,18 @@ pre{overflow-x:auto;font-size:12px;background:#f6f6f6;padding:8px}
 
 
 def to_html(text: str) -> str:
-    """The Markdown index as a standalone HTML page that fits a laptop's screen."""
+    """The Markdown index as a standalone HTML page that fits a laptop's screen.
+
+    Parameters
+    ----------
+    text : str
+        The Markdown (:func:`markdown`).
+
+    Returns
+    -------
+    str
+        The HTML page.
+    """
     from nbconvert.filters import markdown2html
 
     return (f"<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>"
@@ -412,14 +524,36 @@ def to_html(text: str) -> str:
 
 
 def rerender(out: Path) -> Path:
-    """Render the page again from the results a run saved in ``out`` (nothing is recomputed)."""
+    """Render the page again from the results a run saved in ``out`` (nothing is recomputed).
+
+    Parameters
+    ----------
+    out : Path
+        The reports folder, holding ``index.json``.
+
+    Returns
+    -------
+    Path
+        The Markdown index (:func:`write`).
+    """
     return write(Results.load(out / RESULTS_FILE), out)
 
 
 def broken_links(out: Path) -> list[str]:
     """Every link and image source in ``out/index.html`` that leads nowhere: a file the folder lacks, or
     an anchor the page lacks (web addresses are not followed, nor the documentation site's pages under
-    :data:`SITE`, which ``make docs`` builds beside the report)."""
+    :data:`SITE`, which ``make docs`` builds beside the report).
+
+    Parameters
+    ----------
+    out : Path
+        The reports folder; a link must lead to a file inside it.
+
+    Returns
+    -------
+    list of str
+        The broken targets, as the page writes them (empty: none).
+    """
     from html.parser import HTMLParser
     from urllib.parse import unquote, urlsplit
 

@@ -16,13 +16,47 @@ EXECUTE_OPTIONS = {"store_widget_state": False, "record_timing": False}
 
 
 def notebook_paths(only: list[str] | None = None) -> list[Path]:
-    """The numbered notebooks (or ``only`` these, by stem), in order."""
+    """The numbered notebooks, in order.
+
+    Parameters
+    ----------
+    only : list of str, optional
+        Only these notebooks, by stem (``"01_compressors"``); None: all.
+
+    Returns
+    -------
+    list of Path
+        The notebooks' files in ``notebooks/``, sorted by name.
+
+    Examples
+    --------
+    >>> [nb.name for nb in notebook_paths(["01_compressors"])]
+    ['01_compressors.ipynb']
+    """
     return [nb for nb in sorted(NOTEBOOKS.glob("[0-9]*.ipynb")) if only is None or nb.stem in only]
 
 
 def execute_notebook(nb: Path, out: str, data: str, scale: str = "default", names: list[str] | None = None) -> None:
     """Execute one notebook with papermill at ``scale`` into ``out``: ipynb, HTML, and the figures and tidy
-    data it writes into ``out/<notebook>/``."""
+    data it writes into ``out/<notebook>/``.
+
+    The executed copy and its HTML go to ``out/notebooks/``, stripped of what changes from run to run
+    (:func:`strip_volatile`). ``out_dir`` is always passed; ``data_dir``, ``scale``, ``names`` and ``paper_scale``
+    only where the notebook's ``parameters`` cell declares them.
+
+    Parameters
+    ----------
+    nb : Path
+        The notebook (run with ``notebooks/`` as its working folder).
+    out : str
+        The report folder; the notebook's ``out_dir`` is ``out/<notebook stem>``.
+    data : str
+        The folder of cached runs, the notebook's ``data_dir``.
+    scale : str
+        The workloads' scale; ``"default"`` also sets ``paper_scale="paper"`` (notebook 09: the CNNs as published).
+    names : list of str, optional
+        The workloads to use (None: the notebook's own choice).
+    """
     import nbconvert
     import papermill
 
@@ -51,9 +85,23 @@ def strip_volatile(nb: Any, resources: dict | None = None) -> tuple[Any, dict | 
     """Drop what changes from run to run of an unchanged notebook: the widget state (``metadata.widgets``, its
     models keyed by random ids), the ``WIDGET_VIEW`` of every output (a model's id; the output keeps its
     ``text/plain``, what nbval compares), and the timings (each cell's ``execution`` timestamps, papermill's per-cell
-    record and its notebook start, end and duration; papermill's parameters stay). Returns ``(nb, resources)``: it
-    is also the nbconvert preprocessor ``make fixtures`` runs after executing (``--NotebookExporter.preprocessors``),
-    so the committed notebooks re-execute byte for byte."""
+    record and its notebook start, end and duration; papermill's parameters stay).
+
+    It is also the nbconvert preprocessor ``make fixtures`` runs after executing (``--NotebookExporter.preprocessors``),
+    so the committed notebooks re-execute byte for byte.
+
+    Parameters
+    ----------
+    nb : nbformat.NotebookNode
+        The notebook, changed in place.
+    resources : dict, optional
+        nbconvert's resources, passed through.
+
+    Returns
+    -------
+    tuple
+        ``(nb, resources)``, as an nbconvert preprocessor returns them.
+    """
     nb.metadata.pop("widgets", None)
     for key in PAPERMILL_TIMES:
         nb.metadata.get("papermill", {}).pop(key, None)

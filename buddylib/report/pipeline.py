@@ -25,7 +25,25 @@ from tqdm import tqdm
 
 @dataclass(frozen=True)
 class Task:
-    """One unit of work: ``kind`` (run, paper, batch, maturity, caffe, notebook...) on ``name``."""
+    """One unit of work: ``kind`` (run, paper, batch, maturity, caffe, notebook...) on ``name``.
+
+    Parameters
+    ----------
+    kind : str
+        What to do (:func:`execute` says each): ``"run"``, ``"paper"``, ``"batch"``, ``"maturity"``, ``"caffe"``,
+        ``"adam"``, ``"llm"`` or ``"notebook"``.
+    name : str
+        The workload, or the notebook's path.
+    scale : str or float
+        A named scale or a footprint in MiB.
+    cost : float
+        Rough seconds, to start the longest first.
+
+    Examples
+    --------
+    >>> Task("run", "cg", "quick", 30.0).label
+    'run:cg@quick'
+    """
 
     kind: str
     name: str
@@ -49,7 +67,31 @@ def generation_tasks(scale: str | float, names: Sequence[str], paper_names: Sequ
     workload, paper-scale runs, memory-vs-batch measurements, the training-maturity (of ``maturity_names``,
     default ``study_names``: a committed one is read, not run), framework and optimizer studies, HPC runs at
     other problem sizes (``hpc_scales``, but none of ``hpc_committed``: (name, scale) pairs whose committed
-    summary is read instead), and with ``llm`` notebook 10's study (:func:`buddylib.studies.llm.study`)."""
+    summary is read instead), and with ``llm`` notebook 10's study (:func:`buddylib.studies.llm.study`).
+
+    Parameters
+    ----------
+    scale : str or float
+        The scale of the runs and studies: a named scale or a footprint in MiB.
+    names : sequence of str
+        The workloads to run, each with its timing-model sweep.
+    paper_names, batch_names, study_names, optimizer_names : sequence of str
+        Paper-scale runs; memory against batch size; the training-maturity and framework studies; the optimizer
+        study.
+    hpc_scales : sequence of str or float
+        Other sizes to run every HPC workload at.
+    maturity_names : sequence of str, optional
+        The maturity study's networks, if not ``study_names``.
+    hpc_committed : sequence of (str, str)
+        ``(name, scale name)`` pairs of ``hpc_scales`` whose committed summary is read instead.
+    llm : bool
+        Whether to add notebook 10's study.
+
+    Returns
+    -------
+    list of Task
+        The longest first (by ``cost``).
+    """
     from buddylib import workloads
     from buddylib.studies import summaries
 
@@ -67,7 +109,31 @@ def generation_tasks(scale: str | float, names: Sequence[str], paper_names: Sequ
 
 
 def execute(task: Task, data: str, seed: int = 0, notebook_args: dict[str, Any] | None = None) -> tuple[str, float]:
-    """Do one task in this process; return its label and the seconds it took."""
+    """Do one task in this process; return its label and the seconds it took.
+
+    Parameters
+    ----------
+    task : Task
+        ``run``: the workload's run, timing-model sweep and ratios; ``paper``: its paper-scale run (in a child
+        process, which gives the memory back); ``batch``: memory against batch size; ``maturity``, ``caffe``,
+        ``adam``: the fidelity studies; ``llm``: notebook 10's study; ``notebook``: the notebook executed.
+    data : str
+        The folder the results are cached in.
+    seed : int
+        The runs' seed.
+    notebook_args : dict, optional
+        Keyword arguments of :func:`buddylib.report.notebooks.execute_notebook` (``out``, ``data``, ...).
+
+    Returns
+    -------
+    tuple of (str, float)
+        :attr:`Task.label` and the seconds the task took.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``task.kind``.
+    """
     from buddylib import workloads
     from buddylib.studies import experiments, fidelity
 
@@ -104,7 +170,25 @@ def run_all(tasks: Sequence[Task], data: str | Path, scheduler: str | None = Non
             desc: str = "tasks", notebook_args: dict[str, Any] | None = None) -> dict[str, float]:
     """Every task, on ``scheduler`` (None: a local cluster of one worker per core; "serial": here; else a
     scheduler address), started in the order given. A progress bar counts them as they finish and names the
-    running ones with their seconds so far. Returns seconds per task."""
+    running ones with their seconds so far. A failed task's error is raised with a note naming the task.
+
+    Parameters
+    ----------
+    tasks : sequence of Task
+        The tasks, in the order they start.
+    data : str or Path
+        The folder the results are cached in (made absolute: a worker's folder is its own).
+    scheduler : str, optional
+        None: a local cluster of one worker per core; ``"serial"``: here, one after another; else a scheduler
+        address.
+    seed, desc, notebook_args
+        The runs' seed; the progress bar's label; :func:`execute`'s keyword arguments for notebook tasks.
+
+    Returns
+    -------
+    dict of str to float
+        Seconds per task, by :attr:`Task.label`.
+    """
     data = str(Path(data).resolve())
     if not tasks:
         return {}
@@ -261,7 +345,18 @@ class _Progress:
 def cluster(scheduler: str | None) -> Iterator[str]:
     """The scheduler for several :func:`run_all` in a row: for None a :func:`local_cluster` with a worker per
     core, started once and kept for all of them (its address), so its workers start and import once; an
-    address or "serial" as it is."""
+    address or "serial" as it is.
+
+    Parameters
+    ----------
+    scheduler : str, optional
+        None, ``"serial"`` or a scheduler address.
+
+    Yields
+    ------
+    str
+        The scheduler to give :func:`run_all`.
+    """
     if scheduler is not None:
         yield scheduler
         return
@@ -293,7 +388,20 @@ SINGLE_THREADED = {k: "1" for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "MKL
 @contextlib.contextmanager
 def local_cluster(n_workers: int) -> Iterator[Any]:
     """A dask ``LocalCluster`` of ``n_workers`` single-threaded worker processes with the
-    :data:`SINGLE_THREADED` environment (:func:`run_all` gives each one task at a time)."""
+    :data:`SINGLE_THREADED` environment (:func:`run_all` gives each one task at a time).
+
+    This process's environment is given back when the cluster closes (dask's nannies change it).
+
+    Parameters
+    ----------
+    n_workers : int
+        Worker processes.
+
+    Yields
+    ------
+    distributed.LocalCluster
+        The running cluster (its ``scheduler_address`` for :func:`run_all`).
+    """
     import dask
     from distributed import LocalCluster
 

@@ -32,9 +32,26 @@ THRESHOLDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 BATCH_NETWORKS = ("alexnet", "vgg16", "resnet50", "squeezenet", "inception", "resnet50_bf16")
 BATCHES = {"quick": (4, 8, 16, 32), "default": (8, 16, 32, 64, 128)}
 def analysis_code(name: str) -> str:
-    """Digest of the code an analysis of ``name``'s run depends on: the workload's own
-    (:meth:`~buddylib.workloads.base.Workload.code`) and the analysis, layout and timing model's
-    (:data:`~buddylib.provenance.ANALYSIS_ONLY`); editing another workload changes neither."""
+    """Digest of the code an analysis of ``name``'s run depends on.
+
+    The workload's own (:meth:`~buddylib.workloads.base.Workload.code`) and the analysis, layout and timing model's
+    (:data:`~buddylib.provenance.ANALYSIS_ONLY`); editing another workload changes neither.
+
+    Parameters
+    ----------
+    name : str
+        A built-in workload.
+
+    Returns
+    -------
+    str
+        ``ANALYSIS+WORKLOAD`` digests.
+
+    Raises
+    ------
+    ValueError
+        An unknown workload.
+    """
     return f"{code_version(*ANALYSIS_ONLY)}+{workloads.get(name).code()}"
 
 
@@ -49,6 +66,32 @@ def workload_ratios(names: Sequence[str], scale: str | float = "quick", seed: in
     Each workload's result is cached beside its run (``.ratios-KEY.nc``, ``KEY`` naming the thresholds,
     compressors and policy) and reused while the run and the analysis code are unchanged, so notebooks and
     checks that analyse the same runs analyse them once.
+
+    Parameters
+    ----------
+    names : sequence of str
+        Built-in workloads.
+    scale, seed, data, regenerate
+        The runs' scale and seed, their folder, and whether to run them again
+        (:func:`~buddylib.workloads.cached_run`).
+    thresholds, compressors, policy
+        As for :func:`~buddylib.analysis.analyze`.
+    progress : bool
+        A progress bar over the workloads.
+
+    Returns
+    -------
+    xarray.Dataset
+        :func:`~buddylib.analysis.analyze`'s variables without an ``allocation`` dimension, plus ``kind_bytes``,
+        ``kind_ideal_ratio``, ``kind_effective_ratio``, ``footprint``, ``n_allocations``, ``sector_count_total`` and
+        ``seconds``.
+
+    Raises
+    ------
+    ValueError
+        An unknown workload, ``regenerate`` in a frozen folder, or what :func:`~buddylib.analysis.analyze` rejects.
+    FileNotFoundError
+        A run missing from a frozen folder.
     """
     parts = []
     key = hashlib.sha256(repr(([float(t) for t in thresholds], list(compressors), policy)).encode()).hexdigest()[:10]
@@ -69,8 +112,22 @@ def workload_ratios(names: Sequence[str], scale: str | float = "quick", seed: in
 
 
 def per_workload(ds: xr.Dataset, name: str, seconds: float) -> xr.Dataset:
-    """One workload's capacity result reduced to what the notebooks table per workload: bytes per tensor kind, stored
-    and device bytes, the run's seconds."""
+    """One workload's capacity result reduced to what the notebooks table per workload.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        An :func:`~buddylib.analysis.analyze` result.
+    name : str
+        The workload (the new ``workload`` dimension's label).
+    seconds : float
+        How long its run and analysis took.
+
+    Returns
+    -------
+    xarray.Dataset
+        Bytes and ratios per tensor kind, stored and device bytes, the run's seconds.
+    """
     by_kind = ds[["allocation_bytes", "device_bytes", "metadata_bytes"]].groupby("kind").sum()
     stored = (ds.sector_count * ds.sectors).sum("sectors") * 32
     sector_total = ds.sector_count.sum("allocation")
@@ -96,6 +153,29 @@ def slowdowns(names: Sequence[str], scale: str | float = "quick", seed: int = 0,
 
     Each workload's result is cached beside its run (``.slowdown-t0.3.nc``) and reused while the
     run is unchanged, so the notebooks and ``make reproduce`` compute it once.
+
+    Parameters
+    ----------
+    names : sequence of str
+        Built-in workloads.
+    scale, seed, data
+        The runs' scale, seed and folder (:func:`~buddylib.workloads.cached_run`).
+    threshold : float
+        The buddy threshold whose last-snapshot effective ratio sets Unified Memory's oversubscription.
+    progress : bool
+        A progress bar over the workloads.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``sensitivity`` of each run, along ``workload``.
+
+    Raises
+    ------
+    ValueError
+        An unknown workload.
+    FileNotFoundError
+        A run missing from a frozen folder.
     """
     from buddylib.timing import Workset
 
@@ -117,7 +197,7 @@ def slowdowns(names: Sequence[str], scale: str | float = "quick", seed: int = 0,
                      combine_attrs="drop_conflicts")
 
 
-#: The sweep of :func:`sensitivity` (notebook 05): every GPU and link preset, the thresholds, link latency (x the
+#: The sweep of ``sensitivity`` (notebook 05): every GPU and link preset, the thresholds, link latency (x the
 #: preset's), metadata-cache sizes (those a summary keeps, :data:`buddylib.timing.accesses.METADATA_CACHES`), link
 #: requests in flight and both device-traffic accountings; Unified Memory at three page sizes.
 SWEEP = {"gpus": ("V100-32GB", "A100-80GB", "H100-80GB", "H200-141GB"), "thresholds": (0.1, 0.2, 0.3, 0.4, 0.5),
@@ -127,9 +207,22 @@ UM_PAGES = accesses.UM_PAGES
 
 
 def sensitivity(ws, ratio: float) -> xr.Dataset:
-    """The timing model's sweep (:data:`SWEEP`) of a run (a :class:`~buddylib.timing.Workset`) or a committed
-    summary's accesses (:class:`~buddylib.timing.accesses.Accesses`), and Unified Memory oversubscribed by
-    ``ratio``, the effective ratio Buddy gains (where it gains nothing, nothing is oversubscribed)."""
+    """The timing model's sweep (:data:`SWEEP`) of a run and Unified Memory oversubscribed by ``ratio``.
+
+    Parameters
+    ----------
+    ws : Workset or Accesses
+        A run (a :class:`~buddylib.timing.Workset`) or a committed summary's accesses
+        (:class:`~buddylib.timing.accesses.Accesses`).
+    ratio : float
+        The effective ratio Buddy gains (where it gains nothing, nothing is oversubscribed).
+
+    Returns
+    -------
+    xarray.Dataset
+        :func:`~buddylib.timing.sweep`'s result plus ``um_slowdown`` and ``um_faults`` per ``um_page_bytes``
+        (``UM_PAGES``) and ``effective_ratio``.
+    """
     from buddylib.paper import HEADLINE
     from buddylib.timing import LINKS, Params, gpu, link, sweep, um_slowdown
 
@@ -149,13 +242,24 @@ def memory_vs_batch(names: Sequence[str], batches: Sequence[int], scale: str | f
                     ) -> xr.Dataset:
     """GPU memory and measured training throughput of DL workloads at several mini-batch sizes.
 
-    For each network and batch size: a fresh model trained one warm-up step (so gradients and
-    optimizer state exist), then ``steps`` timed steps; the live allocations after them give the
-    bytes per kind and, compressed with ``compressor`` under the profile policy at ``threshold``,
-    the device bytes Buddy Compression reserves (targets chosen from that snapshot itself).
-    Throughput is measured on this machine (torch, one thread), so it is a CPU's curve, not a
-    GPU's. Dims (workload, batch, kind); cached beside the runs as ``<name>-<scale>-s<seed>.batch.nc``
-    and reused only when every parameter and the code are the same (in a frozen folder: every parameter).
+    Per network and batch size, a fresh model trains a warm-up step (so gradients and optimizer state exist) and
+    ``steps`` timed ones; the live allocations then give the bytes per kind and, under Buddy (profile policy), the
+    device bytes (targets chosen from that snapshot). Throughput is this machine's (torch, one thread): a CPU's curve,
+    not a GPU's. Cached beside the runs as ``<name>-<scale>-s<seed>.batch.nc``, reused while every parameter and the
+    code are the same (in a frozen folder: every parameter). ``ValueError`` for a workload with no mini-batch, or a
+    measurement a frozen folder lacks.
+
+    Parameters
+    ----------
+    names, batches, scale, seed, data, steps, compressor, threshold, regenerate, progress
+        DL training workloads, batch sizes (``BATCHES``), the model's scale and seed, the cache's folder, the timed
+        steps, Buddy's compressor and threshold, whether to measure again, a progress bar.
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims (workload, batch, kind): ``kind_bytes``, ``kind_device_bytes``, their totals (``footprint``,
+        ``device_footprint``), ``step_seconds``, ``samples_per_s``.
     """
     out = []
     key = {"batches": [int(b) for b in batches], "steps": int(steps), "compressor": compressor,

@@ -31,8 +31,23 @@ __all__ = ["BATCHES", "BATCH_NETWORKS", "THRESHOLDS", "analysis_code", "data_fol
 
 
 def data_folder(scale: str | float, seed: int = 0, data_dir: str | Path | None = None) -> Path:
-    """Where runs are read and cached: ``data_dir`` if given; else, at quick scale and seed 0, the
-    committed fixtures (:mod:`buddylib.studies.fixtures`: the same numbers on every machine); else ``data/``."""
+    """Where runs are read and cached.
+
+    Parameters
+    ----------
+    scale : str or float
+        The runs' scale (``"quick"``, ``"default"``, ``"paper"`` or a footprint).
+    seed : int
+        The runs' seed.
+    data_dir : str or pathlib.Path, optional
+        Use this folder.
+
+    Returns
+    -------
+    pathlib.Path
+        ``data_dir`` if given; else, at quick scale and seed 0, the committed fixtures
+        (:mod:`buddylib.studies.fixtures`: the same numbers on every machine); else ``data/``.
+    """
     if data_dir is not None:
         return Path(data_dir)
     if (str(scale), seed) == (FIXTURE_SCALE, FIXTURE_SEED) and frozen(FIXTURES):
@@ -46,7 +61,20 @@ def largest_batch(ds: xr.Dataset, budget: xr.DataArray | float) -> xr.Dataset:
     Memory between measured batch sizes is interpolated linearly (weights, gradients and optimizer
     state are fixed; activations and input grow per sample) and extended past the ends along the
     nearest measured segment; throughput is interpolated in log batch between measured points and
-    held at the ends (never extrapolated upwards). ``budget``: bytes, or per workload.
+    held at the ends (never extrapolated upwards).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A :func:`~buddylib.studies.analyses.memory_vs_batch` result (at least two batch sizes).
+    budget : float or xarray.DataArray
+        Bytes of GPU memory, or per workload.
+
+    Returns
+    -------
+    xarray.Dataset
+        Per workload: ``budget_bytes``, ``uncompressed_batch`` and ``buddy_batch`` (0 where none fits), their
+        ``*_samples_per_s``, ``batch_gain`` and ``speedup`` (Buddy's over uncompressed), with units in ``attrs``.
     """
     rows = []
     for name in ds.workload.values:
@@ -79,14 +107,43 @@ def largest_batch(ds: xr.Dataset, budget: xr.DataArray | float) -> xr.Dataset:
 
 
 def final(ds: xr.Dataset) -> xr.Dataset:
-    """The last snapshot of each workload (runs may differ in snapshot count)."""
+    """The last snapshot of each workload (runs may differ in snapshot count).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Results with dims ``workload`` and ``snapshot`` and a ``step`` variable (NaN past a run's end).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``ds`` without its ``snapshot`` dimension.
+    """
     last = ds.step.notnull().cumsum("snapshot").argmax("snapshot")
     return ds.isel(snapshot=last)
 
 
 def geometric_mean(x: xr.DataArray | pd.Series | np.ndarray, dim: str = "workload") -> xr.DataArray | float:
-    """Geometric mean, the right average of ratios: along ``dim`` of a DataArray; of all values
-    of a Series or array, as a float (a notebook's table column)."""
+    """Geometric mean, the right average of ratios.
+
+    Parameters
+    ----------
+    x : xarray.DataArray, pandas.Series or numpy.ndarray
+        Positive values.
+    dim : str
+        The dimension a DataArray is averaged along.
+
+    Returns
+    -------
+    xarray.DataArray or float
+        Along ``dim`` of a DataArray; of all values of a Series or array, as a float (a notebook's table column).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> geometric_mean(np.array([1.0, 4.0]))
+    2.0
+    """
     if isinstance(x, xr.DataArray):
         return np.exp(np.log(x).mean(dim))
     return float(np.exp(np.log(x).mean()))

@@ -53,10 +53,25 @@ DIGESTS = DATA / "fixtures" / "digests.json"
 
 
 def generate(folder: str | Path = FOLDER, names: Sequence[str] | None = None, progress: bool = True) -> Path:
-    """Remake the fixtures in ``folder``: every workload's quick run (seed 0), notebook 07's mini-batch
-    measurements, and the :data:`~buddylib.provenance.MANIFEST` saying where and how they were made.
+    """Remake the fixtures in ``folder``.
 
-    Written into a temporary folder and moved into place, so a failure leaves the old fixtures.
+    Every workload's quick run (seed 0), notebook 07's mini-batch measurements, notebook 09's studies, and the
+    :data:`~buddylib.provenance.MANIFEST` saying where and how they were made. Written into a temporary folder and
+    moved into place, so a failure leaves the old fixtures.
+
+    Parameters
+    ----------
+    folder : str or pathlib.Path
+        Where the fixtures go.
+    names : sequence of str, optional
+        The workloads (default every one of ``SUITES``).
+    progress : bool
+        Progress bars.
+
+    Returns
+    -------
+    pathlib.Path
+        ``folder``.
     """
     folder = Path(folder)
     names = list(names) if names is not None else [n for s in SUITES for n in workloads.names(s)]
@@ -94,13 +109,33 @@ def generate(folder: str | Path = FOLDER, names: Sequence[str] | None = None, pr
 def check(folder: str | Path = FOLDER, names: Sequence[str] | None = None, progress: bool = False,
           runs: Mapping[str, workloads.Run] | None = None) -> pd.DataFrame:
     """Remake the fixtures' runs here, in a temporary folder, and compare them with the committed ones.
-    ``runs``: runs of some of ``names`` already made here at the fixtures' scale and seed, holding every
-    compressor the analysis compares (a test's own run), compared instead of being made again.
 
-    One row per workload (and per network of the mini-batch study, ``batch:NAME``): whether its bytes
-    are identical (run digests), whether they must be (HPC, on a CPU with FMA and AVX2 and the same C
-    library as the fixtures'), whether allocations, sizes and steps match, the largest relative change
-    of an ideal ratio (or of a batch's device bytes), and ``ok``.
+    Parameters
+    ----------
+    folder : str or pathlib.Path
+        The committed fixtures.
+    names : sequence of str, optional
+        The workloads (default every one the fixtures hold).
+    progress : bool
+        Progress bars.
+    runs : mapping of str to Run, optional
+        Runs of some of ``names`` already made here at the fixtures' scale and seed, holding every compressor the
+        analysis compares (a test's own run), compared instead of being made again.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per workload (and per network of the mini-batch study, ``batch:NAME``): whether its bytes are
+        identical (run digests), whether they must be (HPC, on a CPU with FMA and AVX2 and the same C library as the
+        fixtures'), whether allocations, sizes and steps match, the largest relative change of an ideal ratio (or of
+        a batch's device bytes), and ``ok`` (within :data:`TOLERANCE`).
+
+    Raises
+    ------
+    FileNotFoundError
+        ``folder`` holds no fixtures.
+    ValueError
+        A run of ``runs`` of another workload, scale or seed, or without the compressors compared.
     """
     folder = Path(folder)
     if not frozen(folder):
@@ -142,8 +177,20 @@ def check(folder: str | Path = FOLDER, names: Sequence[str] | None = None, progr
 
 
 def known_digests(name: str, path: str | Path = DIGESTS) -> dict[str, list[str]]:
-    """The recorded digests of ``name``'s fixture run: ``{digest: [where it was recorded, ...]}`` (the fixtures'
-    machine, and each machine of ``path``)."""
+    """The recorded digests of ``name``'s fixture run.
+
+    Parameters
+    ----------
+    name : str
+        A workload.
+    path : str or pathlib.Path
+        The digests recorded on other machines (:data:`DIGESTS`).
+
+    Returns
+    -------
+    dict of str to list of str
+        ``{digest: [where it was recorded, ...]}``: the fixtures' machine, and each machine of ``path``.
+    """
     made = json.loads((FOLDER / MANIFEST).read_text())
     entries = [{"machine": made["machine"], "date": made["date"], "workloads": made["workloads"]}]
     entries += json.loads(Path(path).read_text())["machines"] if Path(path).exists() else []
@@ -155,9 +202,25 @@ def known_digests(name: str, path: str | Path = DIGESTS) -> dict[str, list[str]]
 
 
 def record_digests(names: Sequence[str] | None = None, path: str | Path = DIGESTS, progress: bool = True) -> Path:
-    """Run each workload's fixture run here and record its digest in ``path`` under this machine (replacing an
-    entry made on a machine that :func:`~buddylib.provenance.machine` describes the same; its other workloads' digests
-    are kept)."""
+    """Run each workload's fixture run here and record its digest in ``path`` under this machine.
+
+    Replaces an entry made on a machine that :func:`~buddylib.provenance.machine` describes the same; its other
+    workloads' digests are kept.
+
+    Parameters
+    ----------
+    names : sequence of str, optional
+        The workloads (default every one of ``SUITES``).
+    path : str or pathlib.Path
+        The digests' file (:data:`DIGESTS`).
+    progress : bool
+        A progress bar.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
     path = Path(path)
     names = list(names) if names is not None else [n for s in SUITES for n in workloads.names(s)]
     here = machine()
@@ -180,9 +243,20 @@ def _max_rel(a: xr.DataArray, b: xr.DataArray) -> float:
 
 
 def compare_recordings(kept: str | os.PathLike, fresh: str | os.PathLike) -> dict[str, Any]:
-    """Two recordings of the same script (:mod:`buddylib.userdata.capture`, notebook 08's): whether their
-    snapshots hold the same allocations and steps and their profiles the same kernels, and the largest relative
-    change of an ideal ratio (any snapshot, any compressor), which a CPU with other float kernels may move."""
+    """Two recordings of the same script (:mod:`buddylib.userdata.capture`, notebook 08's) compared.
+
+    Parameters
+    ----------
+    kept, fresh : str or os.PathLike
+        The recordings' snapshot files (each with its ``.profile.json`` beside it).
+
+    Returns
+    -------
+    dict
+        ``structure_equal``: whether their snapshots hold the same allocations and steps; ``profile_equal``: their
+        profiles the same kernels; ``max_rel_change``: the largest relative change of an ideal ratio (any snapshot,
+        any compressor), which a CPU with other float kernels may move (inf where the structures differ).
+    """
     from buddylib.analysis import analyze
 
     runs = [snapshot.load(p) for p in (kept, fresh)]

@@ -43,13 +43,44 @@ KEEP, SLOWER = 0.9, 0.02
 
 
 def committed_path(scale: str = "quick", seed: int = 0) -> Path:
-    """Where the committed study of ``scale`` and ``seed`` lies."""
+    """Where the committed study of ``scale`` and ``seed`` lies.
+
+    Parameters
+    ----------
+    scale : str
+        The study's scale.
+    seed : int
+        Its seed.
+
+    Returns
+    -------
+    pathlib.Path
+        In :data:`COMMITTED`; the file need not exist.
+
+    Examples
+    --------
+    >>> committed_path("default").name
+    'granularity-default-s0.nc'
+    """
     return COMMITTED / f"granularity-{scale}-s{seed}.nc"
 
 
 def study(scale: str = "quick", seed: int = 0) -> xr.Dataset:
-    """The committed study of ``scale`` (its ``code`` attribute says what made it, ``code_current`` whether it is
-    this checkout's), else measured here (minutes at default scale)."""
+    """The committed study of ``scale``, else measured here (minutes at default scale).
+
+    Parameters
+    ----------
+    scale : str
+        The study's scale.
+    seed : int
+        Its seed.
+
+    Returns
+    -------
+    xarray.Dataset
+        :func:`~buddylib.studies.granularity_measure.measure`'s; attributes ``source`` ("committed" or "measured"),
+        ``code`` (what made it) and ``code_current`` (whether it is this checkout's).
+    """
     path = committed_path(scale, seed)
     if path.is_file():
         ds = cache.load_cached(path)
@@ -58,7 +89,22 @@ def study(scale: str = "quick", seed: int = 0) -> xr.Dataset:
 
 
 def write_committed(scale: str = "quick", seed: int = 0, progress: bool = True) -> Path:
-    """Measure here and commit, with the code digest, date and machine."""
+    """Measure here and commit, with the code digest, date and machine.
+
+    Parameters
+    ----------
+    scale : str
+        The study's scale.
+    seed : int
+        Its seed.
+    progress : bool
+        Progress bars.
+
+    Returns
+    -------
+    pathlib.Path
+        The file written (:func:`committed_path`).
+    """
     import datetime
     import time
 
@@ -74,8 +120,28 @@ def write_committed(scale: str = "quick", seed: int = 0, progress: bool = True) 
 
 
 def check_committed(scale: str = "quick", seed: int = 0, fresh: xr.Dataset | None = None) -> pd.DataFrame:
-    """Remake the committed study (or take ``fresh``, which may hold some workloads only) and compare: per
-    variable the largest relative change and ``ok`` (within :data:`TOLERANCE`, NaN where NaN)."""
+    """Remake the committed study (or take ``fresh``) and compare.
+
+    Parameters
+    ----------
+    scale : str
+        The study's scale.
+    seed : int
+        Its seed.
+    fresh : xarray.Dataset, optional
+        A study made already, which may hold some workloads only.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Per variable the largest relative change and ``ok`` (within :data:`TOLERANCE`; NaN where both are NaN
+        counts as equal).
+
+    Raises
+    ------
+    FileNotFoundError
+        No study committed at ``scale`` and ``seed``.
+    """
     path = committed_path(scale, seed)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no committed study; `buddy granularity --write --scale {scale}` makes it")
@@ -97,9 +163,25 @@ def check_committed(scale: str = "quick", seed: int = 0, fresh: xr.Dataset | Non
 
 
 def table(ds: xr.Dataset, size: str, suite: str, threshold: float = 0.3) -> pd.DataFrame:
-    """Mean over a suite's workloads at one size and threshold: one row per (targets, rule), one column group per
-    granularity: effective ratio, share of the ideal's gain kept, slowdown (no bandwidth credit, runs only),
-    metadata bytes (share of the footprint)."""
+    """Mean over a suite's workloads at one size and threshold: one row per (targets, rule).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The study (:func:`study`).
+    size : str
+        A size of ``ds``.
+    suite : {"hpc", "dl", "llm"}
+        The suite.
+    threshold : float
+        A threshold of ``ds``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One column group per granularity: effective ratio, share of the ideal's gain kept, slowdown (no bandwidth
+        credit, runs only), metadata bytes (% of the footprint); empty where the suite has no workload at ``size``.
+    """
     w = ds.sel(size=size, threshold=threshold).where(ds.suite == suite, drop=True)
     w = w.where(w.footprint.notnull(), drop=True)
     if w.workload.size == 0:  # no workload of the suite at this size (the HPC proxies at paper scale...)
@@ -115,8 +197,22 @@ def table(ds: xr.Dataset, size: str, suite: str, threshold: float = 0.3) -> pd.D
 
 
 def headline(ds: xr.Dataset, size: str, suite: str, threshold: float = 0.3) -> pd.Series:
-    """The effective ratio per granularity (paper's targets, the budget rule at equal traffic and at full
-    budget): the index's rows beside the paper's."""
+    """The effective ratio per granularity: the index's rows beside the paper's.
+
+    The paper's targets, the budget rule at equal traffic and at full budget.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The study (:func:`study`).
+    size, suite, threshold
+        As for :func:`table`.
+
+    Returns
+    -------
+    pandas.Series
+        The suite's mean, indexed ``"<granularity>, <rule>"``.
+    """
     w = ds.sel(size=size, threshold=threshold, targets="paper").where(ds.suite == suite, drop=True)
     w = w.where(w.footprint.notnull(), drop=True)
     eff = w.effective_ratio.mean("workload")
@@ -126,10 +222,30 @@ def headline(ds: xr.Dataset, size: str, suite: str, threshold: float = 0.3) -> p
 
 def smallest_keeping(ds: xr.Dataset, suite: str, threshold: float = 0.3, keep: float = KEEP,
                      slower: float = SLOWER, size: str | None = None) -> pd.DataFrame:
-    """Per (targets, rule), the largest region (coarsest granularity) whose mean keeps ``keep`` of the ideal's gain
-    at ``size`` (default the run size) with a slowdown within ``slower`` of one target per allocation's (no
-    bandwidth credit); the rows say what each granularity keeps and costs, so where none qualifies the table says
-    why."""
+    """Per (targets, rule), the largest region (coarsest granularity) whose mean keeps ``keep`` of the ideal's gain.
+
+    At ``size``, with a slowdown within ``slower`` of one target per allocation's (no bandwidth credit); the rows
+    say what each granularity keeps and costs, so where none qualifies the table says why.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The study (:func:`study`).
+    suite : str
+        The suite.
+    threshold : float
+        A threshold of ``ds``.
+    keep, slower : float
+        The share of the ideal's gain to keep and the slowdown allowed (``KEEP``, ``SLOWER``).
+    size : str, optional
+        A size of ``ds`` (default the run size).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by (targets, rule): ``coarsest that keeps it`` ("none" where none does), and per granularity what it
+        keeps and its added slowdown.
+    """
     size = str(ds.attrs["scale"]) if size is None else size
     w = ds.sel(size=size, threshold=threshold).where(ds.suite == suite, drop=True)
     w = _timed(w.where(w.footprint.notnull(), drop=True))
@@ -159,8 +275,22 @@ def _timed(w: xr.Dataset) -> xr.Dataset:
 
 
 def largest_size(ds: xr.Dataset, suite: str, timed: bool = True) -> str | None:
-    """The largest size of ``ds`` at which the suite has workloads (with ``timed``, and a slowdown): its largest
-    committed summary's scale where one keeps its accesses."""
+    """The largest size of ``ds`` at which the suite has workloads.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The study (:func:`study`).
+    suite : str
+        The suite.
+    timed : bool
+        Only sizes with a slowdown: its largest committed summary's scale where one keeps its accesses.
+
+    Returns
+    -------
+    str or None
+        None where there is none.
+    """
     best, biggest = None, -1.0
     for size in map(str, ds["size"].values):
         w = ds.sel(size=size).where(ds.suite == suite, drop=True)
@@ -172,11 +302,25 @@ def largest_size(ds: xr.Dataset, suite: str, timed: bool = True) -> str | None:
 
 
 def frontier(ds: xr.Dataset, size: str, suite: str, threshold: float = 0.3) -> pd.DataFrame:
-    """Capacity against its cost, one row per design (one target per allocation; a target per 2 MiB, 64 KiB or
-    4 KiB region under each rule; the paper's targets or with 8x and 16x): the suite's mean effective ratio, its
-    part without tiering (the tiered entries' buddy bytes counted as device bytes) and the tiered bytes' share,
-    the mean ideal ratio, and the mean slowdown without and with bandwidth credit; over the workloads with a
-    slowdown where only some have one (``workloads`` says how many)."""
+    """Capacity against its cost, one row per design.
+
+    The designs: one target per allocation; a target per 2 MiB, 64 KiB or 4 KiB region under each rule; the paper's
+    targets or with 8x and 16x. Over the workloads with a slowdown where only some have one.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The study (:func:`study`).
+    size, suite, threshold
+        As for :func:`table`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by (region, rule, targets): ``workloads`` (how many), the suite's mean effective ratio, its part
+        without tiering (the tiered entries' buddy bytes counted as device bytes) and the tiered bytes' share, the mean
+        ideal ratio, and the mean slowdown without and with bandwidth credit.
+    """
     w = ds.sel(size=size, threshold=threshold).where(ds.suite == suite, drop=True)
     w = _timed(w.where(w.footprint.notnull(), drop=True))
     rows = []

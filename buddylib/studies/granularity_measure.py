@@ -106,7 +106,7 @@ def _from_snapshots(snaps: list) -> xr.Dataset:
 
 
 def _capacity_only(snaps: list) -> xr.Dataset:
-    """:func:`_from_snapshots` with the slowdown NaN (notebook 10's tensor kinds: no access profile)."""
+    """``_from_snapshots`` with the slowdown NaN (notebook 10's tensor kinds: no access profile)."""
     out = _from_snapshots(snaps)
     nan = xr.full_like(out.effective_ratio, np.nan)
     return out.assign(slowdown=xr.concat([nan, nan], pd.Index([False, True], name="bandwidth_credit")))
@@ -153,7 +153,7 @@ def _slowdowns(ws: Workset | Replay) -> xr.Dataset:
 
 
 def _checked_slowdowns(ws: Workset) -> xr.Dataset:
-    """:func:`_slowdowns` of a run by the per-entry replay, and how far the same from what its summary would keep
+    """``_slowdowns`` of a run by the per-entry replay, and how far the same from what its summary would keep
     (:class:`~buddylib.timing.accesses.Accesses`, written and read back) lies from it: ``summary_error``,
     percentage points (issue 51: within 0.1)."""
     from buddylib.timing import accesses
@@ -167,10 +167,28 @@ def _checked_slowdowns(ws: Workset) -> xr.Dataset:
 
 def measure(scale: str = "quick", seed: int = 0, data_dir: str | None = None, progress: bool = False,
             names: Sequence[str] | None = None) -> xr.Dataset:
-    """The study: per workload (the HPC proxies, the paper's six networks; notebook 10's LLM tensor kinds,
-    capacity only) and size (``scale``'s runs; the committed summaries at 1 GiB and paper scale, capacity only),
-    per granularity, rule, target set and threshold, the final snapshot's effective ratio and what it costs; the
-    slowdown of ``scale``'s runs. ``names``: some of the HPC and DL workloads only, no LLM kinds."""
+    """The study, per workload, size, granularity, rule, target set and threshold.
+
+    Workloads: the HPC proxies, the paper's six networks, notebook 10's LLM tensor kinds (capacity only). Sizes:
+    ``scale``'s runs; above quick scale, the committed summaries at 1 GiB and paper scale (capacity, and the
+    slowdown where they keep their accesses).
+
+    Parameters
+    ----------
+    scale, seed, data_dir
+        The runs' scale, seed and folder (:func:`~buddylib.studies.experiments.data_folder`).
+    progress : bool
+        Progress bars.
+    names : sequence of str, optional
+        Some of the HPC and DL workloads only, no LLM kinds.
+
+    Returns
+    -------
+    xarray.Dataset
+        The final snapshot's effective and ideal ratio, the gain kept, the bytes and overflow, and what it costs: the
+        slowdown of ``scale``'s runs (and ``summary_error``, how far their summaries' replay lies from it), with
+        units and descriptions in ``attrs``.
+    """
     suites = {"hpc": workloads.names("hpc"), "dl": list(DL_NETWORKS)}
     suites = {k: [n for n in v if names is None or n in names] for k, v in suites.items()}
     data = data_folder(scale, seed, data_dir)

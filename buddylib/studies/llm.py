@@ -61,16 +61,53 @@ TOLERANCE = fixtures.TOLERANCE
 
 
 def committed_path(scale: str | float = "quick", seed: int = 0) -> Path:
-    """Where the committed study of ``scale`` and ``seed`` lies."""
+    """Where the committed study of ``scale`` and ``seed`` lies.
+
+    Parameters
+    ----------
+    scale : str or float
+        The study's scale.
+    seed : int
+        Its seed.
+
+    Returns
+    -------
+    pathlib.Path
+        In :data:`COMMITTED`; the file need not exist.
+
+    Examples
+    --------
+    >>> committed_path("quick").name
+    'llm-quick-s0.nc'
+    """
     return COMMITTED / f"llm-{scale}-s{seed}.nc"
 
 
 def study(scale: str | float = "quick", seed: int = 0, data: str | Path | None = None,
           progress: bool = False) -> xr.Dataset:
-    """The study's numbers (:func:`measure`): the committed study of this scale and seed where there is one (read
-    as it is: its ``code``, ``date`` and ``machine`` attributes say what made it; quick scale for nbval, default
-    for make reproduce), else computed and cached in ``data`` (None: this checkout's ``data/``) as
-    ``llm-<scale>-s<seed>.nc``, reused while the code is the same."""
+    """The study's numbers (:func:`measure`): the committed study of this scale and seed where there is one.
+
+    Read as it is: its ``code``, ``date`` and ``machine`` attributes say what made it (quick scale for nbval, default
+    for make reproduce). Else computed and cached in ``data`` as ``llm-<scale>-s<seed>.nc``, reused while the code is
+    the same.
+
+    Parameters
+    ----------
+    scale : str or float
+        The study's scale.
+    seed : int
+        Its seed.
+    data : str or pathlib.Path, optional
+        Where an uncommitted study is cached (None: this checkout's ``data/``).
+    progress : bool
+        Progress bars, where it is measured.
+
+    Returns
+    -------
+    xarray.Dataset
+        :func:`measure`'s; a committed one with attributes ``source`` ("committed") and ``code_current`` (whether its
+        code is this checkout's).
+    """
     if committed_path(scale, seed).is_file():
         ds = cache.load_cached(committed_path(scale, seed))
         return ds.assign_attrs(source="committed", code_current=int(ds.attrs.get("code") == key()))
@@ -88,7 +125,20 @@ def study(scale: str | float = "quick", seed: int = 0, data: str | Path | None =
 
 
 def write_committed(scale: str | float = "quick", seed: int = 0) -> Path:
-    """Measure the study here and commit it (:data:`COMMITTED`), with the code digest, date and machine."""
+    """Measure the study here and commit it (:data:`COMMITTED`), with the code digest, date and machine.
+
+    Parameters
+    ----------
+    scale : str or float
+        The study's scale.
+    seed : int
+        Its seed.
+
+    Returns
+    -------
+    pathlib.Path
+        The file written (:func:`committed_path`).
+    """
     import datetime
 
     ds = measure(scale, seed)
@@ -100,8 +150,29 @@ def write_committed(scale: str | float = "quick", seed: int = 0) -> Path:
 
 
 def check_committed(scale: str | float = "quick", seed: int = 0, fresh: xr.Dataset | None = None) -> pd.DataFrame:
-    """Remake the committed study here (or take ``fresh``) and compare, one row per variable: the largest
-    relative change, whether it must be exact (the checkpoints' rows and every size in bytes) and ``ok``."""
+    """Remake the committed study here (or take ``fresh``) and compare, one row per variable.
+
+    Parameters
+    ----------
+    scale : str or float
+        The study's scale.
+    seed : int
+        Its seed.
+    fresh : xarray.Dataset, optional
+        A study made already.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Per variable (and per variable with a ``group`` dimension, its checkpoints' rows apart): the largest relative
+        change, whether it must be exact (the checkpoints' rows and every size in bytes) and ``ok`` (else within
+        :data:`TOLERANCE`).
+
+    Raises
+    ------
+    FileNotFoundError
+        No study committed at ``scale`` and ``seed``.
+    """
     if not committed_path(scale, seed).is_file():
         raise FileNotFoundError(f"no committed study at scale {scale}, seed {seed} ({committed_path(scale, seed)}); "
                                 f"`buddy llm --write --scale {scale} --seed {seed}` makes one")
@@ -128,7 +199,21 @@ def check_committed(scale: str | float = "quick", seed: int = 0, fresh: xr.Datas
 
 
 def ratio_table(ds: xr.Dataset, threshold: float = 0.3) -> pd.DataFrame:
-    """Per group: bytes, and the ratio under every code (ideal and Buddy's effective at ``threshold``) and peer."""
+    """Per group: bytes, and the ratio under every code (ideal and Buddy's effective at ``threshold``) and peer.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The study (:func:`study`).
+    threshold : float
+        A threshold of ``THRESHOLDS``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per group (``GROUPS``, then the ``FP8_GROUPS`` it holds): ``MiB``, ``<code> ideal``,
+        ``<code> Buddy`` and a column per peer.
+    """
     codes = [c for c in ALL_CODES if c in ds.compressor.values]
     t = {f"{c} ideal": ds.ideal_ratio.sel(compressor=c).to_series() for c in codes}
     t |= {f"{c} Buddy": ds.effective_ratio.sel(compressor=c, threshold=threshold).to_series() for c in codes}
@@ -140,13 +225,33 @@ def ratio_table(ds: xr.Dataset, threshold: float = 0.3) -> pd.DataFrame:
 
 def capacity(ds: xr.Dataset, budget: float = 0.02, context: int = 4096, config: dict[str, float] = LLAMA2_7B,
              credit: bool = paper.HEADLINE["bandwidth_credit"]) -> pd.DataFrame:
-    """Concurrent sequences of ``context`` tokens whose bf16 KV cache fits beside a bf16 7B-class model on each
-    GPU of :data:`~buddylib.studies.llm_measure.CAPACITY_GPUS`, uncompressed and under Buddy with each code: the most
-    aggressive threshold
-    whose decode-step slowdown (measured here on the small model, at the largest kernel scale replayed: the
-    nearest to a 7B model's kernels; ``credit``: with or without HBM bytes saved) stays within ``budget``, and
-    the effective ratios of the weights (MiniLM's) and KV cache measured at that threshold. Extrapolated to ``config``
-    (Llama-2-7B's by default): its weights and per-token cache from its published shape, not measured."""
+    """Concurrent sequences of ``context`` tokens whose bf16 KV cache fits beside a bf16 7B-class model on each GPU.
+
+    On each GPU of :data:`~buddylib.studies.llm_measure.CAPACITY_GPUS`, uncompressed and under Buddy with each code:
+    the most aggressive threshold whose decode-step slowdown (measured here on the small model, at the largest kernel
+    scale replayed: the nearest to a 7B model's kernels) stays within ``budget``, and the effective ratios of the
+    weights (MiniLM's) and KV cache measured at that threshold. Extrapolated to ``config``: its weights and per-token
+    cache from its published shape, not measured.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The study (:func:`study`).
+    budget : float
+        The slowdown allowed (0.02: 2%).
+    context : int
+        Tokens per sequence.
+    config : dict of str to float
+        The model's ``layers``, ``kv_heads``, ``head_dim`` and ``params`` (default :data:`LLAMA2_7B`).
+    credit : bool
+        The slowdown with HBM bytes saved (True) or without.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by (gpu, compressor), ``"none"`` first: the threshold, slowdown, ``weights_ratio``, ``kv_ratio``,
+        ``sequences`` and ``gain`` over uncompressed; a code with no threshold within ``budget`` has no row.
+    """
     from buddylib.timing import gpu
 
     weights = 2.0 * config["params"]

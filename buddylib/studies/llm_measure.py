@@ -96,21 +96,47 @@ def efficientnet_bf16() -> list[Allocation]:
 
 
 def runs(scale: str | float = "quick", seed: int = 0, progress: bool = False) -> dict[str, workloads.Run]:
-    """The study's two runs, bytes kept: every grid point of the KV cache a snapshot (a run dedupes the steps it is
-    asked for), the training's 8 snapshots."""
+    """The study's two runs, bytes kept.
+
+    Every grid point of the KV cache a snapshot (a run dedupes the steps it is asked for), the training's 8 snapshots.
+
+    Parameters
+    ----------
+    scale, seed : str or float, int
+        The runs' scale and seed.
+    progress : bool
+        Progress bars.
+
+    Returns
+    -------
+    dict of str to Run
+        ``minilm_kv``'s and ``gpt_bf16``'s.
+    """
     return {n: workloads.get(n).run(scale, seed=seed, keep_bytes=True, compressors=COMPRESSORS, progress=progress,
                                     n_snapshots=64 if n == "minilm_kv" else 8) for n in ("minilm_kv", "gpt_bf16")}
 
 
 def measure(scale: str | float = "quick", seed: int = 0, progress: bool = False,
             made: dict[str, workloads.Run] | None = None) -> xr.Dataset:
-    """Run ``minilm_kv`` and ``gpt_bf16`` at ``scale`` and measure every group of
-    :data:`~buddylib.studies.llm_measure.GROUPS`: dims (group,
-    compressor, threshold) for the per-entry codes' ideal and effective ratios, (group, peer) for the peers',
-    (point, compressor) for the KV cache of every (length, batch) point, the timing model's slowdown of a
-    decode step, (compressor, threshold, gpu), and EBO per (entry, sector) size: each 16-bit and FP8 group's
-    ratios (:func:`_entry_study`), the served model's capacity and decode-step slowdown
-    (:func:`_entry_slowdowns`). ``made``: the :func:`runs` of this scale and seed, if already made."""
+    """Run ``minilm_kv`` and ``gpt_bf16`` at ``scale`` and measure every group of ``GROUPS``.
+
+    Parameters
+    ----------
+    scale, seed : str or float, int
+        The runs' scale and seed.
+    progress : bool
+        Progress bars.
+    made : dict of str to Run, optional
+        The :func:`runs` of this scale and seed, if already made.
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims (group, compressor, threshold) for the per-entry codes' ideal and effective ratios, (group, peer) for
+        the peers', (point, compressor) for the KV cache of every (length, batch) point, the timing model's slowdown of
+        a decode step, (compressor, threshold, gpu), and EBO per (entry, sector) size: each 16-bit and FP8 group's
+        ratios (``_entry_study``), the served model's capacity and decode-step slowdown (``_entry_slowdowns``).
+    """
     t0 = time.perf_counter()
     made = made or runs(scale, seed, progress)
     last = {n: r.snapshots[-1].allocations for n, r in made.items()}
@@ -131,9 +157,20 @@ def measure(scale: str | float = "quick", seed: int = 0, progress: bool = False,
 
 
 def e4m3_copy(a: Allocation) -> Allocation:
-    """``a`` (a bf16 tensor) as per-tensor FP8 stores it: scaled so its largest magnitude is
-    :data:`~buddylib.studies.llm_measure.E4M3_MAX`,
-    then cast to float8_e4m3fn, round to nearest even."""
+    """``a`` (a bf16 tensor) as per-tensor FP8 stores it.
+
+    Scaled so its largest magnitude is :data:`E4M3_MAX`, then cast to float8_e4m3fn, round to nearest even.
+
+    Parameters
+    ----------
+    a : Allocation
+        A bf16 tensor, its bytes kept.
+
+    Returns
+    -------
+    Allocation
+        Of the same name and kind, dtype ``float8_e4m3fn``.
+    """
     import ml_dtypes
 
     x = np.asarray(a.data).astype(np.float32)
@@ -172,14 +209,51 @@ def _entry_study(label: str, allocs: list[Allocation], threshold: float = 0.3) -
 
 
 def metadata_bits(n: int) -> int:
-    """Metadata bits an entry of ``n`` sectors needs: its sector count, 0 to ``n``, and the zero flag (the paper's
-    4 at ``n`` = 4)."""
+    """Metadata bits an entry of ``n`` sectors needs: its sector count, 0 to ``n``, and the zero flag.
+
+    Parameters
+    ----------
+    n : int
+        Sectors an entry.
+
+    Returns
+    -------
+    int
+        ``ceil(log2(n + 1)) + 1``: the paper's 4 at ``n`` = 4.
+
+    Examples
+    --------
+    >>> metadata_bits(4), metadata_bits(16)
+    (4, 6)
+    """
     return math.ceil(math.log2(n + 1)) + 1
 
 
 def held_sectors(s: np.ndarray, n: int, threshold: float) -> int:
-    """The fewest whole sectors (1 to ``n``) device memory may hold of each entry of an allocation whose entries
-    take ``s`` sectors, such that at most ``threshold`` of them overflow to buddy memory."""
+    """The fewest whole sectors device memory may hold of each entry such that at most ``threshold`` overflow.
+
+    Overflowing entries go to buddy memory.
+
+    Parameters
+    ----------
+    s : numpy.ndarray
+        The sectors each entry of an allocation takes (0 to ``n``).
+    n : int
+        Sectors an entry.
+    threshold : float
+        The largest share of entries allowed to overflow.
+
+    Returns
+    -------
+    int
+        1 to ``n``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> held_sectors(np.array([0, 1, 2, 4, 4]), 4, 0.4)
+    2
+    """
     over = s.size - np.cumsum(np.bincount(s, minlength=n + 1))  # over[t]: entries above t sectors
     return int(np.flatnonzero(over[1:n + 1] <= threshold * s.size + 1e-9)[0]) + 1
 
@@ -280,12 +354,28 @@ def _repeated(snap: Snapshot, profile: workloads.AccessProfile,
 
 
 def decode_workset(snap: Snapshot, profile: workloads.AccessProfile, k: int = 1) -> Workset:
-    """A decode step of the served model at the granularity of its accesses (the bytes a bigger entry over-fetches
-    depend on it), ``k`` times wider (:func:`_repeated`). ``profile`` (``minilm_kv``'s) streams the embedding
-    tables whole and appends to a prefix of each cache; here, as a serving step does, each sequence gathers one row
-    of the word, position and token-type embeddings (its last text token stands in for the token decoded, its
-    length for the position), and appends one row of ``head_dim`` values to each head's keys and values at the
-    cache's last position. Weights and caches are read whole, as in ``profile``, whose FLOPs each kernel keeps."""
+    """A decode step of the served model at the granularity of its accesses, ``k`` times wider (``_repeated``).
+
+    The bytes a bigger entry over-fetches depend on that granularity. ``profile`` (``minilm_kv``'s) streams the
+    embedding tables whole and appends to a prefix of each cache; here, as a serving step does, each sequence gathers
+    one row of the word, position and token-type embeddings (its last text token stands in for the token decoded, its
+    length for the position), and appends one row of ``head_dim`` values to each head's keys and values at the cache's
+    last position. Weights and caches are read whole, as in ``profile``, whose FLOPs each kernel keeps.
+
+    Parameters
+    ----------
+    snap : Snapshot
+        A ``minilm_kv`` snapshot, its bytes kept.
+    profile : AccessProfile
+        ``minilm_kv``'s access profile.
+    k : int
+        Copies of every allocation (a layer ``k`` times wider).
+
+    Returns
+    -------
+    Workset
+        For compressor ``ebo-bf16``.
+    """
     from buddylib.timing import Workset
 
     kv = [a for a in snap.allocations if a.kind == "kv_cache"]
@@ -317,13 +407,29 @@ def decode_workset(snap: Snapshot, profile: workloads.AccessProfile, k: int = 1)
 
 def entry_traffic(ws: Workset, sectors: dict[str, np.ndarray], held: dict[str, int], entry: int,
                   sector: int) -> dict[str, np.ndarray]:
-    """Per kernel, the bytes :func:`~buddylib.timing.model.traffic` counts, with entries of ``entry`` bytes in
-    ``sector``-byte sectors: ``sectors[name]``, the sectors each entry of allocation ``name`` takes, of which
-    device memory holds at most ``held[name]`` (the rest is in buddy memory). Any touch of an entry moves the whole
-    compressed entry (a 128-byte block of it is not decodable alone): device bytes ``min(s, held)`` sectors, link
-    bytes the rest. ``device_bytes_uncredited``: with no HBM credit an entry costs at least the 128-byte blocks the
-    access needed of it (at 128 bytes, the model's 128 B an entry). The baseline moves the 128-byte blocks touched,
-    as the model's; at 128 and 32 bytes this is the model's traffic."""
+    """Per kernel, the bytes :func:`~buddylib.timing.model.traffic` counts, with entries of ``entry`` bytes.
+
+    Any touch of an entry moves the whole compressed entry (a 128-byte block of it is not decodable alone): device
+    bytes ``min(s, held)`` sectors, link bytes the rest. ``device_bytes_uncredited``: with no HBM credit an entry costs
+    at least the 128-byte blocks the access needed of it (at 128 bytes, the model's 128 B an entry). The baseline moves
+    the 128-byte blocks touched, as the model's; at 128 and 32 bytes this is the model's traffic.
+
+    Parameters
+    ----------
+    ws : Workset
+        The step (:func:`decode_workset`).
+    sectors : dict of str to numpy.ndarray
+        ``sectors[name]``: the sectors each entry of allocation ``name`` takes.
+    held : dict of str to int
+        ``held[name]``: the most device memory holds of each entry (the rest is in buddy memory).
+    entry, sector : int
+        The entry's and the sector's bytes.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        Per kernel: ``baseline_bytes``, ``device_bytes``, ``device_bytes_uncredited``, ``link_bytes`` and ``flops``.
+    """
     m = entry // ENTRY_BYTES
     out = {k: np.zeros(len(ws.profile.kernels)) for k in
            ("baseline_bytes", "device_bytes", "device_bytes_uncredited", "link_bytes")}
@@ -343,8 +449,24 @@ def entry_traffic(ws: Workset, sectors: dict[str, np.ndarray], held: dict[str, i
 
 
 def entry_metadata_misses(ws: Workset, entry: int, sector: int, params: Params) -> np.ndarray:
-    """Metadata-cache misses per kernel (:func:`~buddylib.timing.model._metadata_misses`) with
-    :func:`metadata_bits` an ``entry``-byte entry: a line holds ``params.metadata_line_bytes * 8 // bits`` entries."""
+    """Metadata-cache misses per kernel (as the timing model's ``_metadata_misses``) with ``entry``-byte entries.
+
+    Each takes :func:`metadata_bits` bits: a line holds ``params.metadata_line_bytes * 8 // bits`` entries.
+
+    Parameters
+    ----------
+    ws : Workset
+        The step (:func:`decode_workset`).
+    entry, sector : int
+        The entry's and the sector's bytes.
+    params : Params
+        The timing model's metadata cache.
+
+    Returns
+    -------
+    numpy.ndarray
+        Misses per kernel.
+    """
     from buddylib.timing import caches
 
     per_line = entry // ENTRY_BYTES * (params.metadata_line_bytes * 8 // metadata_bits(entry // sector))

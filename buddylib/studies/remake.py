@@ -48,12 +48,32 @@ from buddylib.studies.summaries import (
 
 def make_study(name: str, scale: str | float = MATURITY_SCALE, seed: int = SEED,
                study: str = "maturity") -> dict[str, Any]:
-    """One network's ``study`` (``"maturity"``: :func:`~buddylib.studies.fidelity.maturity` at its steps for
-    ``scale``; ``"adam"``: :func:`~buddylib.studies.fidelity.optimizer`; ``"caffe"``:
-    :func:`~buddylib.studies.fidelity.framework_accounting`)
-    made here: its result, a Dataset of a few dozen numbers, as :meth:`xarray.Dataset.to_dict` under
-    ``result``, with the code digest that made it (the study's cache key), the date, the machine, the seconds
-    and this process's peak memory."""
+    """One network's ``study`` made here, as a summary to commit.
+
+    Parameters
+    ----------
+    name : str
+        A DL network.
+    scale : str or float
+        Its scale.
+    seed : int
+        Its seed.
+    study : {"maturity", "adam", "caffe"}
+        ``"maturity"``: :func:`~buddylib.studies.fidelity.maturity` at its steps for ``scale``;
+        ``"adam"``: :func:`~buddylib.studies.fidelity.optimizer`;
+        ``"caffe"``: :func:`~buddylib.studies.fidelity.framework_accounting`.
+
+    Returns
+    -------
+    dict
+        Its result, a Dataset of a few dozen numbers, as :meth:`xarray.Dataset.to_dict` under ``result``, with the code
+        digest that made it (the study's cache key), the date, the machine, the seconds and this process's peak memory.
+
+    Raises
+    ------
+    ValueError
+        An unknown study or workload.
+    """
     t0 = time.perf_counter()
     if study == "maturity":
         key = fidelity.maturity_key(name, fidelity.maturity_steps(scale))
@@ -73,14 +93,33 @@ Item = tuple[str, str, str]
 
 def planned(names: Sequence[str] | None = None, scales: Sequence[str | float] | None = None, seed: int = SEED,
             folder: str | Path | None = None, studies: Sequence[str] = tuple(STUDIES)) -> list[Item]:
-    """The (workload, scale, study) summaries :func:`generate` makes, of ``names`` (default every HPC proxy and
-    the paper's six networks) at ``scales``. Without ``scales``: an HPC proxy at every scale committed for it
-    in ``folder`` (default :data:`~buddylib.studies.summaries.FOLDER`) and at 1 GiB; a DL network at
-    :data:`~buddylib.studies.summaries.DL_SCALE`. Study ``"run"``:
-    the runs; ``"maturity"``, ``"caffe"`` (:data:`buddylib.studies.fidelity.STUDY_CNNS`) and ``"adam"``
-    (:data:`~buddylib.studies.fidelity.OPTIMIZER_NETWORKS`): those studies of those of ``names`` that they cover,
-    at
-    :data:`~buddylib.studies.summaries.MATURITY_SCALE` without ``scales``."""
+    """The (workload, scale, study) summaries :func:`generate` makes.
+
+    Parameters
+    ----------
+    names : sequence of str, optional
+        Built-in workloads (default every HPC proxy and the paper's six networks).
+    scales : sequence of str or float, optional
+        Without: an HPC proxy at every scale committed for it in ``folder`` and at 1 GiB; a DL network at
+        :data:`~buddylib.studies.summaries.DL_SCALE`, its studies at :data:`~buddylib.studies.summaries.MATURITY_SCALE`.
+    seed : int
+        The seed.
+    folder : str or pathlib.Path, optional
+        Where the HPC summaries committed are looked for (default :data:`~buddylib.studies.summaries.FOLDER`).
+    studies : sequence of str
+        ``"run"``: the runs; ``"maturity"``, ``"caffe"`` (:data:`buddylib.studies.fidelity.STUDY_CNNS`) and ``"adam"``
+        (:data:`~buddylib.studies.fidelity.OPTIMIZER_NETWORKS`): those studies of those of ``names`` that they cover.
+
+    Returns
+    -------
+    list of tuple of str
+        (workload, scale, study), each an ``Item``.
+
+    Raises
+    ------
+    ValueError
+        An unknown study, workload or scale.
+    """
     for st in studies:
         if st not in STUDIES:
             raise ValueError(f"study {st!r}: one of {', '.join(STUDIES)}")
@@ -110,10 +149,30 @@ def planned(names: Sequence[str] | None = None, scales: Sequence[str | float] | 
 
 def generate(names: Sequence[str] | None = None, scales: Sequence[str | float] | None = None, seed: int = SEED,
              folder: str | Path | None = None, studies: Sequence[str] = tuple(STUDIES)) -> list[Path]:
-    """Make the :func:`planned` summaries (default: remake every committed HPC summary and every HPC proxy at
-    1 GiB, the paper's six networks at paper scale, the maturity study), one after another, each in a fresh
-    process (its peak memory is its own, and it is returned to the system after), and write them into
-    ``folder`` (default each suite's committed folder)."""
+    """Make the :func:`planned` summaries, one after another, each in a fresh process, and write them.
+
+    Each in its own process so that its peak memory is its own, and returned to the system after.
+
+    Parameters
+    ----------
+    names, scales, seed, studies
+        As for :func:`planned` (default: remake every committed HPC summary and every HPC proxy at 1 GiB, the paper's
+        six networks at paper scale, the maturity study).
+    folder : str or pathlib.Path, optional
+        Where they are written (default each suite's committed folder).
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written.
+
+    Raises
+    ------
+    ValueError
+        What :func:`planned` rejects.
+    subprocess.CalledProcessError
+        A summary's process failed.
+    """
     out = []
     for n, scale, study in planned(names, scales, seed, folder, studies):
         target = path(n, scale, seed, folder, study)
@@ -124,17 +183,37 @@ def generate(names: Sequence[str] | None = None, scales: Sequence[str | float] |
 
 
 def code_current(summary: dict[str, Any]) -> bool:
-    """Whether this checkout's code is the code that made ``summary``: its workload's
-    (:meth:`~buddylib.workloads.base.Workload.code`), or for a study its cache key's."""
+    """Whether this checkout's code is the code that made ``summary``.
+
+    Parameters
+    ----------
+    summary : dict
+        A summary (:func:`~buddylib.studies.summaries.load`).
+
+    Returns
+    -------
+    bool
+        For a run, against its workload's :meth:`~buddylib.workloads.base.Workload.code`; for a study, its cache key's.
+    """
     if summary.get("study", "run") != "run":
         return summary["code"] == fidelity.study_key(summary["workload"], summary["study"])["code"]
     return summary["code"] == workloads.get(summary["workload"]).code()
 
 
 def provenance(folder: str | Path | None = None) -> pd.DataFrame:
-    """One row per committed summary: what it is, what reads it, the code digest that made it and whether it
-    is still this checkout's code, the date and machine, and the seconds the run took (for the report index,
-    which must say which numbers it did not compute itself)."""
+    """One row per committed summary, for the report index, which must say which numbers it did not compute itself.
+
+    Parameters
+    ----------
+    folder : str or pathlib.Path, optional
+        The summaries' folder (default the committed ones of every suite, with the LLM and granularity studies).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``summary`` (what it is): what reads it, the code digest that made it and whether it is still this
+        checkout's code, the date and machine, and the seconds the run took; empty where there is none.
+    """
     rows = []
     for s in committed(folder=folder):
         study = s.get("study", "run")
@@ -173,14 +252,32 @@ def _llm_provenance() -> list[dict[str, Any]]:
 def check(names: Sequence[str] | None = None, scales: Sequence[str | float] | None = None, seed: int = SEED,
           folder: str | Path | None = None, studies: Sequence[str] = tuple(STUDIES),
           tolerance: float = DL_TOLERANCE, study_tolerance: float = STUDY_TOLERANCE) -> pd.DataFrame:
-    """Remake the committed summaries (all, or those of ``names`` / ``scales`` / ``studies``) in a temporary
-    folder and compare them with the committed ones: an HPC proxy's bit for bit
-    (:func:`~buddylib.studies.summaries.compare`), a DL run's
-    ratios (:func:`~buddylib.studies.summaries.compare_close`) within ``tolerance`` and a study's numbers
-    (:func:`~buddylib.studies.summaries.compare_study`) within
-    ``study_tolerance`` (relative), since torch's float bytes depend on the CPU. One row per summary, with
-    ``exact_expected``: whether this machine must reproduce the bytes (an HPC proxy on FMA and AVX2, the same
-    C library as the machine that made them). Writes nothing in ``folder``."""
+    """Remake the committed summaries in a temporary folder and compare them with the committed ones.
+
+    An HPC proxy's bit for bit (:func:`~buddylib.studies.summaries.compare`), a DL run's ratios
+    (:func:`~buddylib.studies.summaries.compare_close`) within ``tolerance`` and a study's numbers
+    (:func:`~buddylib.studies.summaries.compare_study`) within ``study_tolerance`` (relative), since torch's float
+    bytes depend on the CPU. Writes nothing in ``folder``.
+
+    Parameters
+    ----------
+    names, scales, seed, folder, studies
+        Which summaries (all by default), as for :func:`~buddylib.studies.summaries.committed`.
+    tolerance, study_tolerance : float
+        The relative changes accepted of a DL run's ratios and of a study's numbers.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per summary, indexed by (workload, scale, study): the comparison's columns, ``check_seconds`` and
+        ``exact_expected``: whether this machine must reproduce the bytes (an HPC proxy on FMA and AVX2, the same C
+        library as the machine that made them).
+
+    Raises
+    ------
+    FileNotFoundError
+        No summary matches.
+    """
     kept = committed(names, scales, seed, folder, studies)
     if not kept:
         raise FileNotFoundError(f"{folder or ROOT}: no summaries of {', '.join(names or ['any workload'])} at "

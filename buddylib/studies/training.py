@@ -24,7 +24,29 @@ COMPRESSORS = PAPER_COMPRESSORS
 
 
 def maturity_run(name: str, scale: str | float, seed: int, key: dict) -> xr.Dataset:
-    """One network's maturity result, made here (``key``: :func:`~buddylib.studies.fidelity.maturity_key`), uncached."""
+    """One network's maturity result, made here, uncached.
+
+    Parameters
+    ----------
+    name : str
+        A DL training workload.
+    scale, seed : str or float, int
+        The run's scale and seed.
+    key : dict
+        :func:`~buddylib.studies.fidelity.maturity_key`'s: the run's ``steps`` and ``snapshots`` (all of it lands in the
+        result's attributes).
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims (workload, snapshot): the activations' bytes, zero fraction and ideal ratio, the snapshot's ideal and
+        effective ratio (BPC-32, oracle policy), and ``final_effective_ratio`` (targets chosen over the run).
+
+    Raises
+    ------
+    ValueError
+        An unknown workload, or one that does not train.
+    """
     steps, snapshots = key["steps"], key["snapshots"]
     w = workloads.get(name)
     if not hasattr(w, "train_steps"):
@@ -61,7 +83,26 @@ def maturity_run(name: str, scale: str | float, seed: int, key: dict) -> xr.Data
 
 
 def adam_run(name: str, scale: str | float, seed: int) -> xr.Dataset:
-    """One network trained with Adam instead of its recipe's optimizer, its ratios per snapshot, made here, uncached."""
+    """One network trained with Adam instead of its recipe's optimizer, its ratios per snapshot, made here, uncached.
+
+    Parameters
+    ----------
+    name : str
+        A DL training workload.
+    scale, seed : str or float, int
+        The run's scale and seed.
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims (workload, compressor): the final snapshot's ``effective_ratio`` and ``optimizer_share`` (the optimizer
+        state's share of its bytes).
+
+    Raises
+    ------
+    ValueError
+        An unknown workload, or one that does not train.
+    """
     w = workloads.get(name)
     if not hasattr(w, "adam"):
         raise ValueError(f"workload {name!r} does not train (not a DL training workload)")
@@ -81,8 +122,20 @@ def adam_run(name: str, scale: str | float, seed: int) -> xr.Dataset:
 
 
 def caffe_run(name: str, scale: str | float, seed: int) -> xr.Dataset:
-    """One network's memory under a blob-based framework's accounting (Caffe's), beside PyTorch's, made here,
-    uncached."""
+    """One network's memory under a blob-based framework's accounting (Caffe's), beside PyTorch's, made here, uncached.
+
+    Parameters
+    ----------
+    name : str
+        A DL network.
+    scale, seed : str or float, int
+        The run's scale and seed.
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims (workload, accounting, point): ``footprint``, ``ideal_ratio`` and ``effective_ratio`` (BPC-32).
+    """
     from buddylib.workloads.dl import caffe
 
     run = caffe.caffe_run(name, scale, seed, compressors=["bpc32"])

@@ -60,10 +60,29 @@ _BINS = SECTORS_PER_ENTRY + 1
 class Accesses:
     """What the timing model replays of one iteration, per 4 KiB region (the module's docstring says what).
 
-    ``snapshots`` (allocations without data) and ``counts`` (their sector histograms, ``(snapshot, allocation,
-    compressor, sectors)``) and ``region_counts`` (``{name: [snapshot, region, 5]}`` per 4 KiB region) choose the
-    targets, as for the run itself; ``shapes`` are the entries the accesses touch, ``(allocation, [region, 5])``;
-    ``terms`` say which kernel touches which shape how often (``kernel``, ``shape``, ``passes``).
+    Parameters
+    ----------
+    name, compressor : str
+        The workload, and the compressor that drives the layout.
+    snapshots : list of Snapshot
+        The run's snapshots (allocations without data).
+    counts : xarray.DataArray
+        Their sector histograms, ``(snapshot, allocation, compressor, sectors)``.
+    region_counts : dict of str to numpy.ndarray
+        ``{name: [snapshot, region, 5]}`` per 4 KiB region; with ``counts``, they choose the targets, as for the
+        run itself.
+    flops : numpy.ndarray
+        Per kernel.
+    shapes : list of (str, numpy.ndarray)
+        The entries the accesses touch, ``(allocation, [region, 5])``.
+    kernel, shape, passes : numpy.ndarray
+        The terms: which kernel touches which shape how often.
+    n_accesses : int
+        Entry accesses in the iteration.
+    _misses : dict
+        Metadata-cache misses per kernel, by ``(cache bytes, ways, line bytes)``.
+    distances : dict of int to numpy.ndarray
+        Unified Memory's accesses per LRU stack distance, by page size.
     """
 
     name: str
@@ -91,7 +110,19 @@ class Accesses:
 
     @classmethod
     def from_workset(cls, ws: Workset, params: Params | None = None) -> Accesses:
-        """Measure it from a run's per-entry sectors and access streams (:class:`~buddylib.timing.model.Workset`)."""
+        """Measure it from a run's per-entry sectors and access streams.
+
+        Parameters
+        ----------
+        ws : Workset
+            The run (:class:`~buddylib.timing.model.Workset`).
+        params : Params, optional
+            The metadata cache's associativity and line (its sizes are :data:`METADATA_CACHES`).
+
+        Returns
+        -------
+        Accesses
+        """
         from buddylib.analysis import region_histograms, sector_histograms
 
         params = params or Params()
@@ -111,7 +142,20 @@ class Accesses:
     # -----------------------------------------------------------------------------------
 
     def traffic(self, targets: Mapping[str, Any], region: int | None = None) -> dict[str, np.ndarray]:
-        """:func:`buddylib.timing.model.traffic` from the kept counts."""
+        """:func:`buddylib.timing.model.traffic` from the kept counts.
+
+        Parameters
+        ----------
+        targets : mapping of str to float or array
+            Per allocation, its target, or with ``region`` one per region.
+        region : int, optional
+            Region bytes, a multiple of :data:`REGION_BYTES`.
+
+        Returns
+        -------
+        dict of str to numpy.ndarray
+            ``baseline_bytes``, ``device_bytes``, ``link_bytes`` and ``flops``, per kernel.
+        """
         size = (SECTOR_BYTES * layout.SECTOR_VALUES).astype(float)
         n_shapes = len(self.shapes)
         dev, link, base = np.zeros(n_shapes), np.zeros(n_shapes), np.zeros(n_shapes)
@@ -128,7 +172,20 @@ class Accesses:
 
     def choose(self, thresholds: Sequence[float], policy: str = "profile", region: int | None = None,
                rule: str = "budget", targets: Sequence[float] = layout.TARGETS) -> list[dict[str, Any]]:
-        """:func:`buddylib.timing.model.targets_for` from the kept histograms."""
+        """:func:`buddylib.timing.model.targets_for` from the kept histograms.
+
+        Parameters
+        ----------
+        thresholds : sequence of float
+            Buddy thresholds.
+        policy, region, rule, targets
+            As for :func:`buddylib.timing.model.targets_for`.
+
+        Returns
+        -------
+        list of dict
+            One ``{allocation: target}`` per threshold.
+        """
         from buddylib.analysis import analyze_histograms
 
         if region is not None:
@@ -142,7 +199,22 @@ class Accesses:
                  if v == v} for t in thresholds]
 
     def metadata_misses(self, params: Params) -> np.ndarray:
-        """The misses per kernel kept for ``params``' metadata cache; ``ValueError`` for one not kept."""
+        """The misses per kernel kept for ``params``' metadata cache.
+
+        Parameters
+        ----------
+        params : Params
+            Gives the cache's size, associativity and line.
+
+        Returns
+        -------
+        numpy.ndarray
+
+        Raises
+        ------
+        ValueError
+            A cache whose misses are not kept (the message lists those that are).
+        """
         key = (params.metadata_cache_bytes, params.metadata_ways, params.metadata_line_bytes)
         if key not in self._misses:
             kept = ", ".join(f"{c} B ({w} ways, {line}-B lines)" for c, w, line in sorted(self._misses))
@@ -151,7 +223,24 @@ class Accesses:
         return self._misses[key]
 
     def um_faults(self, capacity_pages: int, page_bytes: int) -> int:
-        """Faults of one iteration (the second) of LRU residency holding ``capacity_pages`` pages."""
+        """Faults of one iteration (the second) of LRU residency holding ``capacity_pages`` pages.
+
+        Parameters
+        ----------
+        capacity_pages : int
+            Pages device memory holds.
+        page_bytes : int
+            A page size of :data:`UM_PAGES`.
+
+        Returns
+        -------
+        int
+
+        Raises
+        ------
+        ValueError
+            A page size not kept, or ``capacity_pages`` below 1.
+        """
         if page_bytes not in self.distances:
             raise ValueError(f"{self.name}: Unified Memory is kept for pages of "
                              f"{', '.join(str(p) for p in sorted(self.distances))} bytes, not {page_bytes}")
@@ -165,9 +254,17 @@ class Accesses:
     # -----------------------------------------------------------------------------------
 
     def encode(self) -> tuple[dict[str, Any], bytes]:
-        """The block a summary keeps (JSON-ready) and its arrays as one zstd-19 blob (the same bytes for the same
-        run): per shape its allocation and kind (``whole``, ``prefix`` with its entries and last region's counts,
-        or ``counts``, uint32 ``[region, 5]`` in the blob), the terms, the misses, the distances (uint64 blob)."""
+        """What a summary keeps of it; :func:`decode` reads it back.
+
+        Returns
+        -------
+        block : dict
+            JSON-ready: per shape its allocation and kind (``whole``, ``prefix`` with its entries and last
+            region's counts, or ``counts``, uint32 ``[region, 5]`` in the blob), the terms, the misses, where the
+            distances lie in the blob (uint64), the blob's SHA-256.
+        blob : bytes
+            The arrays as one zstd-19 blob (the same bytes for the same run).
+        """
         names = [a.name for a in self.last.allocations]
         specs, parts, at = [], [], 0
         for name, h in self.shapes:
@@ -197,8 +294,29 @@ class Accesses:
 
 def decode(block: Mapping[str, Any], blob: bytes, name: str, snapshots: list[Snapshot], counts: xr.DataArray,
            region_counts: dict[str, np.ndarray], flops: np.ndarray) -> Accesses:
-    """:meth:`Accesses.encode`'s block and blob back, beside what a summary keeps anyway (its snapshots, sector
-    histograms and 4 KiB region histograms, the profile's flops); ``ValueError`` names what does not fit."""
+    """:meth:`Accesses.encode`'s block and blob back, beside what a summary keeps anyway.
+
+    Parameters
+    ----------
+    block, blob : dict, bytes
+        What :meth:`Accesses.encode` gave.
+    name : str
+        The workload, named in errors.
+    snapshots, counts, region_counts, flops
+        The summary's snapshots, sector histograms and 4 KiB region histograms, and the profile's flops
+        (:class:`Accesses`).
+
+    Returns
+    -------
+    Accesses
+
+    Raises
+    ------
+    ValueError
+        Naming what does not fit: another format or region size, a blob whose SHA-256 differs or that does not
+        decode, a shape of unknown kind, a term naming a kernel or shape it does not have, an array outside the
+        blob.
+    """
     if block.get("format") != FORMAT or int(block.get("region_bytes", 0)) != REGION_BYTES:
         raise ValueError(f"{name}: its accesses block is not {FORMAT} at {REGION_BYTES}-byte regions")
     if hashlib.sha256(blob).hexdigest() != block["sha256"]:

@@ -88,9 +88,35 @@ def _geometry(size_bytes: int, line_bytes: int, ways: int) -> int:
 
 def metadata_hits(which: np.ndarray, entry: np.ndarray, first: np.ndarray, per_line: int, bounds: np.ndarray,
                   size_bytes: int, line_bytes: int, ways: int, replays: int = 2) -> np.ndarray:
-    """Hits per segment (ending at ``bounds``) of an LRU set-associative cache replaying the lines
-    ``first[which] + entry // per_line`` ``replays`` times, counted in the last replay; the lines are computed as
-    the replay goes, never stored (10^8 accesses or more)."""
+    """Hits per segment of an LRU set-associative cache replaying the lines ``first[which] + entry // per_line``
+    ``replays`` times, counted in the last replay; the lines are computed as the replay goes, never stored (10^8
+    accesses or more).
+
+    Parameters
+    ----------
+    which, entry : numpy.ndarray
+        Per access, its allocation's position and its entry id.
+    first : numpy.ndarray
+        Each allocation's first line.
+    per_line : int
+        Entries per line.
+    bounds : numpy.ndarray
+        Where each segment (a kernel's accesses) ends.
+    size_bytes, line_bytes, ways : int
+        The cache's geometry.
+    replays : int
+        Continuous replays; the earlier ones warm the cache.
+
+    Returns
+    -------
+    numpy.ndarray
+        Hits per segment (int64).
+
+    Raises
+    ------
+    ValueError
+        A geometry that does not divide into sets of ``ways`` lines, or ``per_line`` or ``replays`` below 1.
+    """
     n_sets = _geometry(size_bytes, line_bytes, ways)
     if per_line < 1 or replays < 1:
         raise ValueError(f"{per_line} entries per metadata line, {replays} replays: each must be at least 1")
@@ -103,14 +129,51 @@ def metadata_hits(which: np.ndarray, entry: np.ndarray, first: np.ndarray, per_l
 
 def set_associative_hits_per_segment(lines: np.ndarray, bounds: np.ndarray, size_bytes: int, line_bytes: int,
                                      ways: int) -> np.ndarray:
-    """Hits of an LRU set-associative cache replaying ``lines``, per segment ending at ``bounds``."""
+    """Hits of an LRU set-associative cache replaying ``lines``, per segment ending at ``bounds``.
+
+    Parameters
+    ----------
+    lines : numpy.ndarray
+        Block ids, in access order.
+    bounds : numpy.ndarray
+        Where each segment ends.
+    size_bytes, line_bytes, ways : int
+        The cache's geometry.
+
+    Returns
+    -------
+    numpy.ndarray
+        Hits per segment (int64).
+    """
     lines = np.asarray(lines)
     return metadata_hits(np.zeros(lines.size, np.int32), lines, np.zeros(1, np.int64), 1, bounds, size_bytes,
                          line_bytes, ways, replays=1)
 
 
 def set_associative_hits(lines: np.ndarray, size_bytes: int, line_bytes: int, ways: int) -> int:
-    """Hits of an LRU set-associative cache of ``size_bytes`` replaying ``lines`` (block ids)."""
+    """Hits of an LRU set-associative cache of ``size_bytes`` replaying ``lines`` (block ids).
+
+    Parameters
+    ----------
+    lines : numpy.ndarray
+        Block ids, in access order.
+    size_bytes, line_bytes, ways : int
+        The cache's geometry.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        A geometry that does not divide into sets of ``ways`` lines.
+
+    Examples
+    --------
+    >>> set_associative_hits([0, 1, 0, 2, 0], size_bytes=64, line_bytes=32, ways=2)
+    2
+    """
     lines = np.asarray(lines)
     return int(set_associative_hits_per_segment(lines, [lines.size], size_bytes, line_bytes, ways).sum())
 
@@ -167,7 +230,33 @@ def _page_lru_faults(pages, n_pages, capacity, warm_start):
 
 
 def page_faults(pages: np.ndarray, capacity_pages: int, warm_start: int = 0) -> int:
-    """Page faults of LRU residency with ``capacity_pages``, counting accesses from ``warm_start``."""
+    """Page faults of LRU residency with ``capacity_pages``, counting accesses from ``warm_start``.
+
+    Parameters
+    ----------
+    pages : numpy.ndarray
+        Page ids, in access order.
+    capacity_pages : int
+        Pages device memory holds.
+    warm_start : int
+        Index of the first access counted (the earlier ones warm the residency).
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        ``capacity_pages`` below 1.
+
+    Examples
+    --------
+    >>> page_faults([0, 1, 2, 0, 1, 2], capacity_pages=2)
+    6
+    >>> page_faults([0, 1, 2, 0, 1, 2], capacity_pages=3, warm_start=3)
+    0
+    """
     pages = np.ascontiguousarray(pages, dtype=np.int64)
     if capacity_pages < 1:
         raise ValueError(f"device capacity of {capacity_pages} pages: at least one page must fit")
@@ -200,8 +289,23 @@ def _merge(entries, sizes, cols, which, entry):
 def merge(entries: np.ndarray, sizes: np.ndarray, cols: np.ndarray, which: np.ndarray, entry: np.ndarray) -> None:
     """Streams running side by side, in the order their accesses happen: the i-th access of a stream of n at time
     (i + 1/2) / n, ties in stream order (a stable sort by that time, by a k-way merge: O(accesses x streams)).
-    ``entries``: the streams concatenated, of ``sizes`` accesses each, to allocations ``cols``; writes each
-    access's allocation into ``which`` (int32) and its entry into ``entry`` (int64)."""
+
+    Parameters
+    ----------
+    entries : numpy.ndarray
+        The streams concatenated.
+    sizes : numpy.ndarray
+        Accesses per stream.
+    cols : numpy.ndarray
+        Each stream's allocation.
+    which, entry : numpy.ndarray
+        Outputs, one per access, written in place: its allocation (int32) and its entry (int64).
+
+    Raises
+    ------
+    ValueError
+        Sizes that are negative or do not add up to the accesses, outputs of another length or dtype.
+    """
     sizes = np.ascontiguousarray(sizes, dtype=np.int64)
     if (sizes < 0).any() or sizes.sum() != entries.size or which.size != entries.size or entry.size != entries.size:
         raise ValueError(f"{entries.size} accesses, streams of {sizes.tolist()}, outputs of {which.size} and "
@@ -213,8 +317,23 @@ def merge(entries: np.ndarray, sizes: np.ndarray, cols: np.ndarray, which: np.nd
 
 
 def merge_order(sizes: np.ndarray) -> np.ndarray:
-    """The order (indices into the streams' concatenation) in which streams of ``sizes`` accesses happen side
-    by side (:func:`merge`)."""
+    """The order in which streams of ``sizes`` accesses happen side by side (:func:`merge`).
+
+    Parameters
+    ----------
+    sizes : numpy.ndarray
+        Accesses per stream.
+
+    Returns
+    -------
+    numpy.ndarray
+        Indices into the streams' concatenation (int64).
+
+    Examples
+    --------
+    >>> merge_order([2, 1]).tolist()
+    [0, 2, 1]
+    """
     sizes = np.ascontiguousarray(sizes, dtype=np.int64)
     total = int(sizes.sum())
     order = np.empty(total, np.int64)
@@ -245,8 +364,30 @@ def _page_sequence(which, entry, first, mul, div, shift, bounds):
 
 def page_sequence(which: np.ndarray, entry: np.ndarray, bounds: np.ndarray, first: np.ndarray, entry_bytes: int,
                   page_bytes: int) -> np.ndarray:
-    """The pages ``first[which] + entry * entry_bytes // page_bytes`` each kernel (ending at ``bounds``) touches,
-    in order, a run of accesses to one page counted once (it migrates once)."""
+    """The pages ``first[which] + entry * entry_bytes // page_bytes`` each kernel touches, in order, a run of
+    accesses to one page counted once (it migrates once).
+
+    Parameters
+    ----------
+    which, entry : numpy.ndarray
+        Per access, its allocation's position and its entry id.
+    bounds : numpy.ndarray
+        Where each kernel's accesses end (a run does not continue across kernels).
+    first : numpy.ndarray
+        Each allocation's first page.
+    entry_bytes, page_bytes : int
+        Sizes of an entry and of a page.
+
+    Returns
+    -------
+    numpy.ndarray
+        Page ids (int64).
+
+    Raises
+    ------
+    ValueError
+        ``entry_bytes`` or ``page_bytes`` below 1.
+    """
     if entry_bytes < 1 or page_bytes < 1:
         raise ValueError(f"{entry_bytes}-B entries, {page_bytes}-B pages: each must be at least one byte")
     return _page_sequence(readonly(np.ascontiguousarray(which, dtype=np.int32)),
@@ -261,7 +402,18 @@ def page_sequence(which: np.ndarray, entry: np.ndarray, bounds: np.ndarray, firs
 
 
 class LineLRU:
-    """An LRU set-associative cache (:func:`metadata_hits`' geometry and policy) fed its lines in parts."""
+    """An LRU set-associative cache (:func:`metadata_hits`' geometry and policy) fed its lines in parts.
+
+    Parameters
+    ----------
+    size_bytes, line_bytes, ways : int
+        The cache's geometry.
+
+    Raises
+    ------
+    ValueError
+        A geometry that does not divide into sets of ``ways`` lines.
+    """
 
     def __init__(self, size_bytes: int, line_bytes: int, ways: int) -> None:
         n_sets = _geometry(size_bytes, line_bytes, ways)
@@ -271,7 +423,17 @@ class LineLRU:
         self.clock = np.zeros(1, dtype=np.int64)
 
     def run(self, lines: np.ndarray) -> int:
-        """Hits among ``lines``, read after every line fed before."""
+        """Hits among ``lines``, read after every line fed before.
+
+        Parameters
+        ----------
+        lines : numpy.ndarray
+            Block ids, in access order.
+
+        Returns
+        -------
+        int
+        """
         lines = readonly(np.ascontiguousarray(lines, dtype=np.int64))
         return int(_lru_span(readonly(np.zeros(lines.size, np.int32)), lines, readonly(np.zeros(1, np.int64)), 1, 0, 0,
                              lines.size, self.tags, self.stamp, self.mru, self.clock))
@@ -322,8 +484,14 @@ def _stack_part(pages, latest, tree, now, hist, count):
 
 
 class StackDistances:
-    """LRU stack distances of a page sequence fed in parts: accesses per distance, the last bin for first
-    touches; an LRU holding ``C`` pages faults on exactly those at distance ``C`` or more."""
+    """LRU stack distances of a page sequence fed in parts: accesses per distance (``hist``), the last bin for
+    first touches; an LRU holding ``C`` pages faults on exactly those at distance ``C`` or more.
+
+    Parameters
+    ----------
+    n_pages : int
+        Page ids run from 0 to ``n_pages - 1``.
+    """
 
     def __init__(self, n_pages: int) -> None:
         self.latest = np.full(max(1, n_pages), -1, dtype=np.int64)
@@ -332,6 +500,14 @@ class StackDistances:
         self.hist = np.zeros(max(1, n_pages) + 1, dtype=np.int64)
 
     def run(self, pages: np.ndarray, count: bool = True) -> None:
-        """Feed ``pages`` (the next accesses, in order); count their distances where ``count``."""
+        """Feed the next accesses.
+
+        Parameters
+        ----------
+        pages : numpy.ndarray
+            Page ids, in access order.
+        count : bool
+            Whether their distances are counted into ``hist`` (False: they only warm the stack).
+        """
         _stack_part(readonly(np.ascontiguousarray(pages, dtype=np.int64)), self.latest, self.tree, self.now,
                     self.hist, bool(count))

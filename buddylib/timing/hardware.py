@@ -17,7 +17,19 @@ TB = 1e12
 
 @dataclass(frozen=True)
 class GPU:
-    """A GPU's memory system and arithmetic peak."""
+    """A GPU's memory system and arithmetic peak.
+
+    Parameters
+    ----------
+    name : str
+        The preset's name (a key of ``GPUS``).
+    hbm_bandwidth, capacity : float
+        Device-memory bandwidth (bytes/s) and capacity (bytes).
+    fp64_flops, fp32_flops : float
+        Arithmetic peaks, FLOP/s.
+    source : str
+        Where the numbers come from (a datasheet).
+    """
 
     name: str
     hbm_bandwidth: float  # bytes/s
@@ -33,7 +45,21 @@ class GPU:
 
 @dataclass(frozen=True)
 class Link:
-    """The link to buddy memory: bandwidth per direction and round-trip latency."""
+    """The link to buddy memory: bandwidth per direction and round-trip latency.
+
+    Parameters
+    ----------
+    name : str
+        The preset's name (a key of ``LINKS``).
+    bandwidth : float
+        Bytes/s per direction.
+    latency : float
+        Seconds, request to data.
+    source : str
+        Where the bandwidth comes from.
+    latency_source : str
+        Where the latency comes from; no vendor publishes one, so each preset's is a labelled assumption.
+    """
 
     name: str
     bandwidth: float  # bytes/s per direction
@@ -85,14 +111,49 @@ LINKS: dict[str, Link] = {k.name: k for k in (
 
 
 def gpu(name: str) -> GPU:
-    """The GPU preset ``name``."""
+    """The GPU preset ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A key of ``GPUS``, e.g. ``"V100-32GB"``.
+
+    Returns
+    -------
+    GPU
+
+    Raises
+    ------
+    ValueError
+        An unknown preset (the message lists the known ones).
+
+    Examples
+    --------
+    >>> gpu("V100-32GB").hbm_bandwidth
+    900000000000.0
+    """
     if name not in GPUS:
         raise ValueError(f"unknown GPU preset {name!r}; available: {', '.join(GPUS)}")
     return GPUS[name]
 
 
 def link(name: str) -> Link:
-    """The link preset ``name``."""
+    """The link preset ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A key of ``LINKS``, e.g. ``"NVLink2"``.
+
+    Returns
+    -------
+    Link
+
+    Raises
+    ------
+    ValueError
+        An unknown preset (the message lists the known ones).
+    """
     if name not in LINKS:
         raise ValueError(f"unknown link preset {name!r}; available: {', '.join(LINKS)}")
     return LINKS[name]

@@ -53,7 +53,19 @@ KiB = 1 << 10
 
 @dataclass(frozen=True)
 class Params:
-    """Model parameters that are not hardware presets, with the values used by default."""
+    """Model parameters that are not hardware presets, with the values used by default.
+
+    Parameters
+    ----------
+    metadata_cache_bytes, metadata_ways, metadata_line_bytes : int
+        The metadata cache: size, associativity, bytes per line.
+    outstanding : int
+        32-B link requests the GPU keeps in flight (an assumption; swept).
+    um_page_bytes : int
+        Unified Memory's page size.
+    um_fault_seconds : float
+        The fixed cost of handling one fault (driver and TLB shootdown).
+    """
 
     #: metadata cache: size, associativity, bytes per line (4 bits per entry -> 64 entries per 32-B line)
     metadata_cache_bytes: int = 64 * KiB
@@ -75,7 +87,21 @@ class Params:
 
 @dataclass
 class Workset:
-    """What the model replays: a run's snapshots, access profile and gather index arrays."""
+    """What the model replays: a run's snapshots, access profile and gather index arrays.
+
+    Parameters
+    ----------
+    name : str
+        The workload's name.
+    snapshots : list of Snapshot
+        The run's snapshots, with their sectors; the last is replayed.
+    profile : AccessProfile
+        One iteration's kernels.
+    index_arrays : dict of str to numpy.ndarray
+        The arrays gathers index through, by allocation name.
+    compressor : str
+        The compressor whose sectors drive the layout.
+    """
 
     name: str
     snapshots: list[Snapshot]
@@ -91,7 +117,20 @@ class Workset:
 
     @classmethod
     def load(cls, path: str | Path, compressor: str = "bpc32") -> Workset:
-        """From the files ``Run.save`` wrote (``NAME-SCALE-sSEED.nc`` and its siblings)."""
+        """From the files ``Run.save`` wrote (``NAME-SCALE-sSEED.nc`` and its siblings).
+
+        Parameters
+        ----------
+        path : str or pathlib.Path
+            The snapshots' file; the profile (``.profile.json``) and index arrays (``.index.npz``, if any) lie
+            beside it.
+        compressor : str
+            The compressor whose sectors drive the layout.
+
+        Returns
+        -------
+        Workset
+        """
         import json
 
         from buddylib import snapshot
@@ -119,10 +158,15 @@ class Workset:
 
     def merged(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every kernel's accesses as they happen side by side (:func:`~buddylib.timing.caches.merge_order`),
-        kernel after kernel:
-        ``(which, entry, bounds)``, the position of each access's allocation in ``last.allocations``, its entry
-        id, and where each kernel's accesses end. Computed once: the metadata cache and Unified Memory map the
-        same order to their own lines and pages."""
+        kernel after kernel. Computed once: the metadata cache and Unified Memory map the same order to their own
+        lines and pages.
+
+        Returns
+        -------
+        which, entry, bounds : numpy.ndarray
+            The position of each access's allocation in ``last.allocations`` (int32), its entry id (int64), and
+            where each kernel's accesses end.
+        """
         if self._merged is None:
             col = {a.name: i for i, a in enumerate(self.last.allocations)}
             kernels = self.streams()
@@ -155,20 +199,67 @@ class Replay(Protocol):
         ...
 
     def traffic(self, targets: dict[str, Any], region: int | None) -> dict[str, np.ndarray]:
-        """Baseline, device and link bytes and flops per kernel under ``targets`` (:func:`traffic`)."""
+        """Baseline, device and link bytes and flops per kernel under ``targets`` (:func:`traffic`).
+
+        Parameters
+        ----------
+        targets : dict of str to float or array
+            Per allocation, its target, or with ``region`` one per region.
+        region : int or None
+            Region bytes, or None for one target per allocation.
+
+        Returns
+        -------
+        dict of str to numpy.ndarray
+            ``baseline_bytes``, ``device_bytes``, ``link_bytes`` and ``flops``, per kernel.
+        """
         ...
 
     def choose(self, thresholds: Sequence[float], policy: str, region: int | None, rule: str,
                targets: Sequence[float]) -> list[dict[str, Any]]:
-        """The targets the policy chooses, one ``{allocation: target}`` per threshold (:func:`targets_for`)."""
+        """The targets the policy chooses, one ``{allocation: target}`` per threshold (:func:`targets_for`).
+
+        Parameters
+        ----------
+        thresholds : sequence of float
+            Buddy thresholds.
+        policy, region, rule, targets
+            As for :func:`targets_for`.
+
+        Returns
+        -------
+        list of dict
+            One ``{allocation: target}`` per threshold.
+        """
         ...
 
     def metadata_misses(self, params: Params) -> np.ndarray:
-        """Metadata-cache misses per kernel for ``params``' cache."""
+        """Metadata-cache misses per kernel for ``params``' cache.
+
+        Parameters
+        ----------
+        params : Params
+            Gives the cache's size, associativity and line.
+
+        Returns
+        -------
+        numpy.ndarray
+            Misses per kernel.
+        """
         ...
 
     def um_faults(self, capacity_pages: int, page_bytes: int) -> int:
-        """Unified Memory's faults in one iteration with ``capacity_pages`` pages of ``page_bytes`` resident."""
+        """Unified Memory's faults in one iteration with ``capacity_pages`` pages of ``page_bytes`` resident.
+
+        Parameters
+        ----------
+        capacity_pages, page_bytes : int
+            Pages device memory holds, and their size.
+
+        Returns
+        -------
+        int
+        """
         ...
 
 
@@ -283,9 +374,24 @@ def _metadata_misses(ws: Workset | Replay, params: Params) -> np.ndarray:
 
 
 def traffic(ws: Workset | Replay, targets: dict[str, float], region: int | None = None) -> dict[str, np.ndarray]:
-    """Per kernel: baseline, device and link bytes at the given per-allocation targets, or with ``region``
-    at the given per-region ones (``targets[name]``: one target per ``region``-byte region). ``ws`` may be an
-    :class:`~buddylib.timing.accesses.Accesses` (a summary's), as everywhere a Workset is replayed."""
+    """Per kernel: baseline, device and link bytes at the given per-allocation targets, or per region.
+
+    Parameters
+    ----------
+    ws : Workset or Replay
+        A run's per-entry replay, or an :class:`~buddylib.timing.accesses.Accesses` (a summary's), as everywhere a
+        Workset is replayed.
+    targets : dict of str to float or array
+        Per allocation name, its target (missing: 1, uncompressed); with ``region``, one target per
+        ``region``-byte region.
+    region : int, optional
+        Region bytes; None: one target per allocation.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``baseline_bytes`` (every accessed entry 128 B), ``device_bytes``, ``link_bytes`` and ``flops``, per kernel.
+    """
     if not isinstance(ws, Workset):
         return ws.traffic(targets, region)
     names, h, flops = _sector_hists(ws)
@@ -318,9 +424,27 @@ def _peak(ws: Workset | Replay, g: GPU) -> float:
 def kernel_times(tr: dict[str, np.ndarray], meta_misses: np.ndarray, g: GPU, lk: Link, params: Params,
                  peak: float, latency_scale: float | np.ndarray = 1.0, outstanding: int | np.ndarray | None = None,
                  bandwidth_credit: bool | np.ndarray = True) -> tuple[np.ndarray, np.ndarray]:
-    """(baseline, buddy) seconds per kernel (the last axis); ``latency_scale``, ``outstanding`` (default
-    ``params.outstanding``) and ``bandwidth_credit`` may be arrays that broadcast against each other,
-    their shape then leads the result's."""
+    """Baseline and Buddy seconds per kernel.
+
+    Parameters
+    ----------
+    tr : dict of str to numpy.ndarray
+        Traffic per kernel (:func:`traffic`).
+    meta_misses : numpy.ndarray
+        Metadata-cache misses per kernel.
+    g, lk, params : GPU, Link, Params
+        The hardware and the model's constants.
+    peak : float
+        Arithmetic peak, FLOP/s.
+    latency_scale, outstanding, bandwidth_credit : scalar or array
+        Multiple of the link's latency, link requests in flight (default ``params.outstanding``), and whether
+        compressed entries save HBM bytes; arrays broadcast against each other.
+
+    Returns
+    -------
+    baseline, buddy : numpy.ndarray
+        Seconds per kernel (the last axis); the shape of the broadcast parameters leads.
+    """
     compute = tr["flops"] / peak
     latency = np.asarray(lk.latency * np.asarray(latency_scale, dtype=float))[..., None]
     in_flight = np.asarray(params.outstanding if outstanding is None else outstanding, dtype=float)[..., None]
@@ -337,7 +461,30 @@ def targets_for(ws: Workset | Replay, thresholds: Sequence[float], policy: str =
                 rule: str = "budget", targets: Sequence[float] = layout.TARGETS) -> list[dict[str, float]]:
     """Targets per allocation chosen by the placement policy over the run's snapshots, one mapping per buddy
     threshold: one analysis for them all (its sector histograms and their reductions, most of its time, are the
-    same for every threshold). With ``region``: per allocation, its regions' targets in the last snapshot."""
+    same for every threshold).
+
+    Parameters
+    ----------
+    ws : Workset or Replay
+        A run's per-entry replay or a summary's accesses.
+    thresholds : sequence of float
+        Buddy thresholds.
+    policy : {"profile", "global", "oracle"}
+        The placement policy (:func:`buddylib.analysis.analyze`).
+    region : int, optional
+        Region bytes: one target per region of each allocation, shared out by ``rule``
+        (:data:`buddylib.regions.RULES`).
+    rule : str
+        How an allocation's regions share its overflow budget.
+    targets : sequence of float
+        Target ratios the policy may choose.
+
+    Returns
+    -------
+    list of dict
+        Per threshold, ``{allocation: target}`` in the last snapshot; with ``region``, each value an array of its
+        regions' targets.
+    """
     from buddylib import regions
     from buddylib.analysis import analyze, region_histograms
 
@@ -360,10 +507,26 @@ def targets_for(ws: Workset | Replay, thresholds: Sequence[float], policy: str =
 
 
 def um_slowdown(ws: Workset | Replay, capacity_ratio: float, g: GPU, lk: Link, params: Params) -> tuple[float, int]:
-    """Unified-Memory oversubscription: (slowdown, faults per iteration).
+    """Unified-Memory oversubscription: slowdown and faults per iteration.
 
     Device memory holds ``footprint / capacity_ratio``; pages migrate on first touch when not
     resident (LRU eviction), each costing ``um_fault_seconds`` plus the page over the link.
+
+    Parameters
+    ----------
+    ws : Workset or Replay
+        A run's per-entry replay or a summary's accesses.
+    capacity_ratio : float
+        Footprint over device memory (Buddy's gain, for the comparison).
+    g, lk, params : GPU, Link, Params
+        The hardware and the model's constants (page size, fault cost).
+
+    Returns
+    -------
+    slowdown : float
+        Time of one iteration over the baseline's.
+    faults : int
+        Faults in one (warm) iteration.
     """
     page = params.um_page_bytes
     # allocations start on page boundaries
@@ -386,7 +549,30 @@ def slowdown(ws: Workset | Replay, gpu_name: str = paper.HEADLINE["gpu"], link_n
              params: Params | None = None, bandwidth_credit: bool = True, region: int | str | None = None,
              rule: str = "budget", targets: Sequence[float] = layout.TARGETS,
              policy: str = "profile") -> dict[str, float]:
-    """One configuration: slowdown and the traffic behind it, summed over an iteration."""
+    """One configuration: slowdown and the traffic behind it, summed over an iteration.
+
+    Parameters
+    ----------
+    ws : Workset or Replay
+        A run's per-entry replay or a summary's accesses.
+    gpu_name, link_name : str
+        Presets of :mod:`buddylib.timing.hardware` (default: the paper's, :data:`buddylib.paper.HEADLINE`).
+    threshold : float
+        The buddy threshold.
+    params, bandwidth_credit, region, rule, targets, policy
+        As for :func:`sweep`, one value each.
+
+    Returns
+    -------
+    dict of str to float
+        Every scalar of :func:`sweep`'s Dataset: ``slowdown``, ``baseline_seconds``, ``buddy_seconds``, the link
+        traffic fraction, the device traffic saving and the metadata hit rate.
+
+    Raises
+    ------
+    ValueError
+        A bad parameter, as :func:`sweep`.
+    """
     ds = sweep(ws, gpus=[gpu_name], links=[link_name], thresholds=[threshold], params=params,
                bandwidth_credit=[bandwidth_credit], region=region, rule=rule, targets=targets, policy=policy)
     return {k: float(v.item()) for k, v in ds.data_vars.items() if v.size == 1}

@@ -197,7 +197,22 @@ class Recorder(TorchWorkload):
 
     # -- what the user calls ------------------------------------------------------------------
     def snapshot(self, label: str | None = None) -> Snapshot:
-        """Record every live allocation now (compressed as it is taken) and return the snapshot."""
+        """Record every live allocation now (compressed as it is taken) and return the snapshot.
+
+        Parameters
+        ----------
+        label : str, optional
+            What the snapshot is called in the saved run (default: ``"step N"``).
+
+        Returns
+        -------
+        Snapshot
+
+        Raises
+        ------
+        CaptureError
+            Called inside the model's forward, or nothing is live to record.
+        """
         if self._tracer is not None and self._tracer.stack:
             raise CaptureError("snapshot(): called inside the model's forward; call it between the steps' phases")
         self._resolve()
@@ -217,9 +232,16 @@ class Recorder(TorchWorkload):
         return snap
 
     def kv_cache(self, tensors: Any, prefix: str = "kv") -> None:
-        """Declare a cache the model keeps outside its modules (``past_key_values``: nested tuples, lists or dicts of
-        tensors) as ``kv_cache`` allocations ``<prefix>.<i>.<j>``, held until declared again; the model's buffers
-        whose name holds "cache" are ``kv_cache`` without this."""
+        """Declare a cache the model keeps outside its modules as ``kv_cache`` allocations, held until declared
+        again; the model's buffers whose name holds "cache" are ``kv_cache`` without this.
+
+        Parameters
+        ----------
+        tensors : tensor, or nested tuples, lists or dicts of tensors
+            The cache (``past_key_values``); a storage given twice is one allocation.
+        prefix : str
+            The allocations are named ``<prefix>.<i>.<j>`` (dict keys for dicts).
+        """
         self._kv = {}
         for path, t in _named(tensors, prefix):
             if _ptr(t) not in {_ptr(v) for v in self._kv.values()}:
@@ -247,15 +269,37 @@ class Recorder(TorchWorkload):
         return h.hexdigest()
 
     def profile(self) -> AccessProfile:
-        """The kernels of the last complete step (of the last forward pass in inference)."""
+        """The kernels of the last complete step (of the last forward pass in inference).
+
+        Raises
+        ------
+        CaptureError
+            No step completed yet.
+        """
         if self._profile is None:
             raise CaptureError(f"{self.name}: no complete step recorded yet, so no access profile")
         return self._profile
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write the run as ``buddy workloads run`` does: snapshots to ``path`` (``.nc`` or ``.zarr``), the access
-        profile beside it (``.profile.json``, with what the recording could not see) and gather index arrays
-        (``.index.npz``); ``buddy analyze``, the timing model and notebooks 00 and 08 read it."""
+        """Write the run as ``buddy workloads run`` does; ``buddy analyze``, the timing model and notebooks 00 and
+        08 read it.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The snapshots' file, ``.nc`` or ``.zarr``; the access profile (``.profile.json``, with what the
+            recording could not see) and gather index arrays (``.index.npz``) are written beside it.
+
+        Returns
+        -------
+        pathlib.Path
+            ``path``.
+
+        Raises
+        ------
+        CaptureError
+            Another suffix, or nothing recorded yet.
+        """
         path = Path(path)
         if path.suffix not in (".nc", ".zarr"):
             raise CaptureError(f"save({str(path)!r}): a run is saved to a .nc (netCDF) or .zarr path")
@@ -293,9 +337,22 @@ class Recorder(TorchWorkload):
 
     # -- the Workload contract: driven by the user's loop, not by Workload.run ------------------
     def setup(self, footprint: int, rng: np.random.Generator) -> None:
+        """Refused: a Recorder is driven by the user's loop, not by :meth:`~buddylib.workloads.base.Workload.run`.
+
+        Parameters
+        ----------
+        footprint, rng
+            Ignored.
+
+        Raises
+        ------
+        CaptureError
+            Always.
+        """
         raise CaptureError("a Recorder is driven by your own loop inside `with`, not by Workload.run")
 
     def step(self) -> None:
+        """Refused, as :meth:`setup`: raises ``CaptureError``."""
         raise CaptureError("a Recorder is driven by your own loop inside `with`, not by Workload.run")
 
     def inputs(self) -> dict[str, torch.Tensor]:
@@ -480,7 +537,26 @@ def run_script(path: str | os.PathLike, every: int = 1) -> Recorder:
     The script defines ``model`` (an ``nn.Module``), ``loop()`` (runs the steps to record, calling ``model``), and
     optionally ``optimizer`` (training; without it, inference) and ``loss_fn`` (the loss module). It is imported
     as a module named after its file, so it may import what it likes; nothing runs at import but what it runs
-    itself. Errors in the script are reported with its file and line, in one line."""
+    itself.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The script (a ``.py`` file); the run is named after it.
+    every : int
+        A snapshot at the start and after every ``every``-th step (:class:`Recorder`).
+
+    Returns
+    -------
+    Recorder
+        After ``loop()`` returned, ready to :meth:`~Recorder.save`.
+
+    Raises
+    ------
+    CaptureError
+        Not a ``.py`` file, ``model`` or ``loop`` missing, or an error in the script (reported with its file and
+        line, in one line).
+    """
     import importlib.util
     import traceback
 

@@ -129,7 +129,25 @@ def read(path: str | os.PathLike, dtype: str | None = None, shape: tuple[int, ..
 
 
 def little_endian_c(arr: np.ndarray) -> np.ndarray:
-    """``arr`` as a C-ordered, little-endian array (the rule book's bytes); no copy when it already is."""
+    """``arr`` as a C-ordered, little-endian array (the rule book's bytes); no copy when it already is.
+
+    Parameters
+    ----------
+    arr : numpy.ndarray
+        Any array, of either byte order and memory order.
+
+    Returns
+    -------
+    numpy.ndarray
+        The same values.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = little_endian_c(np.arange(4, dtype=">i4"))
+    >>> a.dtype.str, a.tolist()
+    ('<i4', [0, 1, 2, 3])
+    """
     le = arr.dtype.newbyteorder("<")
     if le != arr.dtype:
         arr = arr.astype(le)
@@ -494,7 +512,23 @@ def _regular_store(p: Path) -> None:
 
 
 def human_bytes(n: float) -> str:
-    """``n`` bytes the way people read them: '3.0 MiB'."""
+    """``n`` bytes the way people read them.
+
+    Parameters
+    ----------
+    n : float
+        A number of bytes.
+
+    Returns
+    -------
+    str
+        Whole bytes below 1 KiB, else one decimal in KiB, MiB, GiB or TiB.
+
+    Examples
+    --------
+    >>> human_bytes(3 << 20), human_bytes(512)
+    ('3.0 MiB', '512 B')
+    """
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(n) < 1024 or unit == "TiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

@@ -17,7 +17,22 @@ from buddylib.workloads.base import SCALES, Access, AccessProfile, Kernel, Run, 
 
 
 def get(name: str) -> Workload:
-    """A new instance of the workload registered as ``name``."""
+    """A new instance of the workload registered as ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A registered name (:func:`names`), e.g. ``"ostencil"``.
+
+    Returns
+    -------
+    Workload
+
+    Raises
+    ------
+    ValueError
+        An unknown name (the message lists the known ones, and says so when torch is missing).
+    """
     _load(with_dl=False)
     if name not in _REGISTRY:
         _load()
@@ -28,11 +43,20 @@ def get(name: str) -> Workload:
 
 
 def names(suite: str | None = None) -> list[str]:
-    """Names of the registered workloads (of one ``suite``: "hpc", "dl", "dl-extra" or "llm", if given), sorted.
+    """Names of the registered workloads, sorted.
 
     A workload that cannot run here (:meth:`Workload.missing`, e.g. its model package is not
     installed) is left out with a warning saying why; :func:`get` still returns it. Without torch
     the DL workloads cannot even be registered: a warning says so too.
+
+    Parameters
+    ----------
+    suite : {"hpc", "dl", "dl-extra", "llm"}, optional
+        Only this suite's (default: all).
+
+    Returns
+    -------
+    list of str
     """
     _load(with_dl=suite != "hpc")
     if _NO_TORCH and suite in (None, "dl", "dl-extra", "llm"):
@@ -51,14 +75,39 @@ def names(suite: str | None = None) -> list[str]:
 
 def cached_run(name: str, scale: str | float = "quick", seed: int = 0, data: str | Path = "data",
                regenerate: bool = False) -> Path:
-    """Path of ``name``'s saved run (snapshots .nc beside its profile), running it only if missing
-    or made by other code (its profile records :meth:`Workload.code`: the digest of the workload's own
-    module, the workload modules it imports, the base class and the compressors, so editing one
-    workload remakes its runs alone).
+    """Path of ``name``'s saved run, running it only if missing or made by other code (its profile records
+    :meth:`Workload.code`: the digest of the workload's own module, the workload modules it imports, the base
+    class and the compressors, so editing one workload remakes its runs alone).
 
     Runs record every compressor and the zstd/lz4 references, so any analysis can use them (paper-scale
     runs, gigabytes per snapshot, only ``PAPER_COMPRESSORS``). In a frozen folder (the committed
     fixtures) the run is read as it is, never remade.
+
+    Parameters
+    ----------
+    name : str
+        A registered workload.
+    scale : str or float
+        A named scale (``SCALES``) or a footprint in MiB.
+    seed : int
+        The run's seed.
+    data : str or pathlib.Path
+        The folder runs are saved in.
+    regenerate : bool
+        Run it even when a current run is saved.
+
+    Returns
+    -------
+    pathlib.Path
+        ``<data>/<name>-<scale>-s<seed>.nc``, the snapshots; the profile (``.profile.json``) and index arrays lie
+        beside it.
+
+    Raises
+    ------
+    ValueError
+        An unknown workload or scale, or ``regenerate`` in a frozen folder.
+    FileNotFoundError
+        A run not among a frozen folder's.
     """
     import json
 

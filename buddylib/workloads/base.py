@@ -64,10 +64,16 @@ _PARALLEL_STEP: contextvars.ContextVar[bool] = contextvars.ContextVar("parallel_
 
 @contextlib.contextmanager
 def threads_for(points: int) -> Iterator[None]:
-    """numba threads for a step over ``points`` grid points: all on big problems and an idle machine,
-    one on small problems (a parallel launch costs more than the work) or a loaded machine (spinning,
-    oversubscribed threads lose badly). Workload kernels reduce nothing across threads, so the bytes
-    are the same either way."""
+    """numba threads for a step over ``points`` grid points, while the block runs: all on big problems and an
+    idle machine, one on small problems (a parallel launch costs more than the work) or a loaded machine
+    (spinning, oversubscribed threads lose badly). Workload kernels reduce nothing across threads, so the bytes
+    are the same either way.
+
+    Parameters
+    ----------
+    points : int
+        Grid points the step works on (below 65,536: one thread).
+    """
     busy = getattr(os, "getloadavg", lambda: (0.0,))()[0] >= nb.config.NUMBA_NUM_THREADS
     n = 1 if points < 1 << 16 or busy else nb.config.NUMBA_NUM_THREADS
     token = _PARALLEL_STEP.set(n > 1)
@@ -84,7 +90,18 @@ def grid_kernel(f: Callable) -> Callable:
     (inside :func:`threads_for` on big problems on an idle machine); outside a step (a set-up), serial. A
     parallel compile costs two to three times a serial one (CloverLeaf's kernels from a cold cache: 19.5
     against 7.0 s of CPU), and the quick scale that tests run, and ``make reproduce``'s single-threaded
-    workers, never need it. The kernels reduce nothing across threads, so both give the same bytes."""
+    workers, never need it. The kernels reduce nothing across threads, so both give the same bytes.
+
+    Parameters
+    ----------
+    f : callable
+        The kernel's Python function.
+
+    Returns
+    -------
+    callable
+        Calls the serial or the parallel build; both are its attributes ``serial`` and ``parallel``.
+    """
     serial = nb.njit(cache=True)(f)
     twin = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
     twin.__qualname__ = f"{f.__qualname__}_parallel"  # its own cache file: numba's cache keys by name, not flags
@@ -100,7 +117,27 @@ def grid_kernel(f: Callable) -> Callable:
 
 
 def footprint_bytes(scale: str | float) -> int:
-    """Bytes for a named scale, or ``scale`` MiB when it is a number ("whatever the user asks")."""
+    """Bytes for a named scale, or ``scale`` MiB when it is a number ("whatever the user asks").
+
+    Parameters
+    ----------
+    scale : str or float
+        A key of ``SCALES``, or a positive number of MiB (as a number or a string).
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        An unknown name, or a footprint that is not positive.
+
+    Examples
+    --------
+    >>> footprint_bytes("quick"), footprint_bytes(2), footprint_bytes("0.5")
+    (3145728, 2097152, 524288)
+    """
     if isinstance(scale, str):
         if scale in SCALES:
             return SCALES[scale]
@@ -117,11 +154,29 @@ def footprint_bytes(scale: str | float) -> int:
 class Access:
     """How a kernel touches one allocation.
 
-    ``fraction``: share of the allocation's bytes touched (for a gather: share of the index array's
-    entries used — the rows touched follow from the index); ``passes``: times those bytes
-    move between memory and the chip (after caching); ``stride`` (elements) for strided;
-    ``index`` names the index allocation that drives a gather, each index selecting ``row``
-    consecutive elements (3 for an atom's x, y, z in an (N, 3) array).
+    Parameters
+    ----------
+    allocation : str
+        The allocation's name.
+    mode : {"read", "write", "readwrite"}
+    pattern : {"stream", "strided", "gather", "random"}
+    fraction : float
+        Share of the allocation's bytes touched, in (0, 1] (for a gather: share of the index array's entries
+        used — the rows touched follow from the index).
+    passes : float
+        Times those bytes move between memory and the chip (after caching).
+    stride : int
+        Elements between accesses, for strided.
+    index : str, optional
+        The index allocation that drives a gather (a gather names one, nothing else does).
+    row : int
+        Consecutive elements each index selects (3 for an atom's x, y, z in an (N, 3) array).
+
+    Raises
+    ------
+    ValueError
+        An unknown mode or pattern, a fraction outside (0, 1], a row below 1, or an index given to anything but
+        a gather (or missing from one).
     """
 
     allocation: str
@@ -148,7 +203,14 @@ class Access:
 
 @dataclass
 class Kernel:
-    """One kernel launch of an iteration: its accesses and its arithmetic (FLOPs)."""
+    """One kernel launch of an iteration: its accesses and its arithmetic (FLOPs).
+
+    Parameters
+    ----------
+    name : str
+    accesses : list of Access
+    flops : float
+    """
 
     name: str
     accesses: list[Access]
@@ -157,13 +219,36 @@ class Kernel:
 
 @dataclass
 class AccessProfile:
-    """The kernels of one representative iteration, in order."""
+    """The kernels of one representative iteration, in order.
+
+    Parameters
+    ----------
+    workload : str
+        The workload's name.
+    kernels : list of Kernel
+    """
 
     workload: str
     kernels: list[Kernel]
 
     def validate(self, allocations: Sequence[str]) -> AccessProfile:
-        """Every access names a live allocation (and gathers a live index array)."""
+        """Check that every access names a live allocation (and gathers a live index array).
+
+        Parameters
+        ----------
+        allocations : sequence of str
+            The live allocations' names.
+
+        Returns
+        -------
+        AccessProfile
+            Itself.
+
+        Raises
+        ------
+        ValueError
+            An access to a name not among ``allocations``.
+        """
         names = set(allocations)
         for k in self.kernels:
             for a in k.accesses:
@@ -178,14 +263,40 @@ class AccessProfile:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> AccessProfile:
-        """The profile :meth:`to_dict` wrote."""
+        """The profile :meth:`to_dict` wrote.
+
+        Parameters
+        ----------
+        d : dict
+            ``{"workload": ..., "kernels": [...]}``; other keys (a run's scale, seed...) are ignored.
+
+        Returns
+        -------
+        AccessProfile
+        """
         return cls(d["workload"], [Kernel(k["name"], [Access(**a) for a in k["accesses"]], k["flops"])
                                    for k in d["kernels"]])
 
 
 @dataclass
 class Run:
-    """A finished run: its snapshots, access profile, index arrays, digest and timings."""
+    """A finished run: its snapshots, access profile, index arrays, digest and timings.
+
+    Parameters
+    ----------
+    workload : Workload
+    snapshots : list of Snapshot
+    profile : AccessProfile
+    scale : str or float
+        As given to :meth:`Workload.run`.
+    seed : int
+    index_arrays : dict of str to numpy.ndarray
+        The arrays gathers index through, by allocation name.
+    digest : str
+        SHA-256 of every snapshot's allocations (names, dtypes, shapes and bytes).
+    seconds : float
+        Wall time of the run.
+    """
 
     workload: Workload
     snapshots: list[Snapshot]
@@ -202,7 +313,19 @@ class Run:
         return max(s.nbytes for s in self.snapshots)
 
     def save(self, folder: str | Path) -> Path:
-        """Snapshots (netCDF), access profile (JSON) and gather index arrays (npz) in ``folder``."""
+        """Snapshots (netCDF), access profile (JSON) and gather index arrays (npz) in ``folder``.
+
+        Parameters
+        ----------
+        folder : str or pathlib.Path
+            Created if missing.
+
+        Returns
+        -------
+        pathlib.Path
+            The snapshots' file, ``<folder>/<name>-<scale>-s<seed>.nc``; ``.profile.json`` and ``.index.npz``
+            beside it.
+        """
         from buddylib import snapshot
 
         folder = Path(folder)
@@ -252,7 +375,15 @@ class Workload(abc.ABC):
 
     @abc.abstractmethod
     def setup(self, footprint: int, rng: np.random.Generator) -> None:
-        """Allocate and initialise the state for about ``footprint`` bytes of allocations."""
+        """Allocate and initialise the state for about ``footprint`` bytes of allocations.
+
+        Parameters
+        ----------
+        footprint : int
+            Bytes.
+        rng : numpy.random.Generator
+            Every random draw of the run comes from it.
+        """
 
     @abc.abstractmethod
     def step(self) -> None:
@@ -271,9 +402,34 @@ class Workload(abc.ABC):
             progress: bool | None = None, references: Sequence[str] = ()) -> Run:
         """Run from the start to ``n_steps``, snapshotting at ``n_snapshots`` evenly spread steps.
 
-        Each snapshot's allocations are compressed as they are taken (``compressors``), so a
-        run's memory stays that of the workload; ``keep_bytes`` also keeps copies of the bytes;
-        ``references`` ("zstd", "lz4") records each allocation's whole-buffer compressed size.
+        Each snapshot's allocations are compressed as they are taken, so a run's memory stays that of the
+        workload.
+
+        Parameters
+        ----------
+        scale : str or float
+            A named scale (``SCALES``) or a footprint in MiB.
+        seed : int
+            Seeds the run's generator.
+        n_snapshots : int
+            At least 2: the start and the end.
+        compressors : sequence of str
+            What each allocation is compressed with.
+        keep_bytes : bool
+            Also keep copies of the bytes.
+        progress : bool, optional
+            A progress bar (None: above the quick scale).
+        references : sequence of str
+            Whole-buffer compressors ("zstd", "lz4") whose compressed size each allocation records.
+
+        Returns
+        -------
+        Run
+
+        Raises
+        ------
+        ValueError
+            Fewer than 2 snapshots, an unknown scale, or the paper scale for a workload without one.
         """
         if n_snapshots < 2:
             raise ValueError(f"n_snapshots {n_snapshots}: at least the start and the end are recorded")

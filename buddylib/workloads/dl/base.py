@@ -61,8 +61,14 @@ THREADS = 1
 
 @contextlib.contextmanager
 def deterministic_torch(threads: int = THREADS) -> Iterator[None]:
-    """Deterministic algorithms and a fixed intra-op thread count, so float reductions (and the bytes
-    of a snapshot) repeat; the global settings are restored after."""
+    """Deterministic algorithms and a fixed intra-op thread count while the block runs, so float reductions (and
+    the bytes of a snapshot) repeat; the global settings are restored after.
+
+    Parameters
+    ----------
+    threads : int
+        torch's intra-op threads (:data:`THREADS`).
+    """
     det, warn = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
     with torch_threads(threads):
         torch.use_deterministic_algorithms(True)
@@ -103,12 +109,34 @@ class HalfMatmulsInFloat(TorchDispatchMode):
 
 
 def width_factor(footprint: int) -> float:
-    """Width multiplier relative to the default configuration for a footprint (params ~ w^2, acts ~ w)."""
+    """Width multiplier relative to the default configuration for a footprint (params ~ w^2, acts ~ w).
+
+    Parameters
+    ----------
+    footprint : int
+        Bytes.
+
+    Returns
+    -------
+    float
+        sqrt(footprint / the default scale's).
+    """
     return math.sqrt(footprint / SCALES["default"])
 
 
 def scaled(n: float, w: float, minimum: int = 1) -> int:
-    """Channels ``n`` times width multiplier ``w``, at least ``minimum``."""
+    """Channels ``n`` times width multiplier ``w``, rounded, at least ``minimum``.
+
+    Parameters
+    ----------
+    n, w : float
+        Channels at the default scale, and the multiplier (:func:`width_factor`).
+    minimum : int
+
+    Returns
+    -------
+    int
+    """
     return max(minimum, round(n * w))
 
 
@@ -120,7 +148,23 @@ _RAW = {torch.bfloat16: (torch.int16, ml_dtypes.bfloat16), torch.float8_e4m3fn: 
 
 def host_array(t: torch.Tensor) -> np.ndarray:
     """The tensor's memory as a numpy array of its own dtype: the one conversion of every run, built-in or
-    recorded. A CPU tensor's is shared, not copied; a CUDA tensor's is copied to the host."""
+    recorded. A CPU tensor's is shared, not copied; a CUDA tensor's is copied to the host.
+
+    Parameters
+    ----------
+    t : torch.Tensor
+        A strided tensor; bf16 and float8 come out as ml_dtypes' numpy types of the same name.
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Examples
+    --------
+    >>> import torch
+    >>> host_array(torch.ones(2, dtype=torch.bfloat16)).dtype
+    dtype(bfloat16)
+    """
     t = t.detach()
     raw = _RAW.get(t.dtype)
     if raw is not None:
@@ -157,7 +201,27 @@ def _whole_storage(t: torch.Tensor) -> torch.Tensor:
 
 
 def layer_flops(mod: nn.Module, args: tuple[Any, ...], out: Any) -> tuple[float, float]:
-    """(forward, backward) FLOPs of one module call; convolutions and matmuls cost twice in backward."""
+    """Forward and backward FLOPs of one module call, by layer type; convolutions and matmuls cost twice in
+    backward. A module with a ``flops(args, out)`` method gives its own forward count.
+
+    Parameters
+    ----------
+    mod : torch.nn.Module
+    args : tuple
+        The call's arguments.
+    out
+        Its output.
+
+    Returns
+    -------
+    forward, backward : float
+
+    Examples
+    --------
+    >>> import torch
+    >>> layer_flops(torch.nn.Linear(4, 3), (torch.ones(2, 4),), torch.ones(2, 3))
+    (48.0, 96.0)
+    """
     xs, ys = list(_tensors(args)), list(_tensors(out))
     n_in = float(xs[0].numel()) if xs else 0.0
     n_out = float(ys[0].numel()) if ys else 0.0
@@ -209,7 +273,19 @@ def _grad_tensors(name: str, p: torch.Tensor) -> dict[str, torch.Tensor]:
 
 def clip_grad_norm(params: Iterator[torch.Tensor], max_norm: float) -> float:
     """Scale every gradient so their global L2 norm is at most ``max_norm`` (``torch.nn.utils.clip_grad_norm_``,
-    which also takes sparse gradients: a sparse gradient's norm is that of its coalesced rows). Returns the norm."""
+    which also takes sparse gradients: a sparse gradient's norm is that of its coalesced rows).
+
+    Parameters
+    ----------
+    params : iterable of torch.Tensor
+        Parameters; those without a gradient are skipped.
+    max_norm : float
+
+    Returns
+    -------
+    float
+        The global norm before clipping.
+    """
     grads = [p.grad for p in params if p.grad is not None]
     norms = [(g.coalesce()._values() if g.is_sparse else g).detach().float().norm() for g in grads]
     total = float(torch.stack(norms).norm()) if norms else 0.0
@@ -223,7 +299,15 @@ class Adam:
     """Adam (learning rate 1e-3, PyTorch's defaults) for any network: ``torch.optim.Adam`` for the dense
     gradients and, for tables whose gradients are sparse, ``torch.optim.SparseAdam`` (lazy Adam: only the
     rows a step touches are updated, as TensorFlow's LazyAdam), which plain Adam refuses. Steps, zeroes and
-    holds state as one optimizer."""
+    holds state as one optimizer.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Its parameters of modules that are ``sparse`` or say they gather rows (``gathers_rows``) go to SparseAdam.
+    lr : float
+        The learning rate.
+    """
 
     def __init__(self, model: nn.Module, lr: float = 1e-3) -> None:
         sparse = {id(p) for m in model.modules() for p in m.parameters(recurse=False)
@@ -249,24 +333,46 @@ class Adam:
             o.step()
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Clear both optimizers' gradients."""
+        """Clear both optimizers' gradients.
+
+        Parameters
+        ----------
+        set_to_none : bool
+            As ``torch.optim.Optimizer.zero_grad``.
+        """
         for o in self.parts:
             o.zero_grad(set_to_none=set_to_none)
 
 
 class Add(nn.Module):
-    """``a + b`` (in place into ``a`` if ``inplace``): residual sums as modules, so each is a traced kernel."""
+    """``a + b`` (in place into ``a`` if ``inplace``): residual sums as modules, so each is a traced kernel.
+
+    Parameters
+    ----------
+    inplace : bool
+    """
 
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
         self.inplace = inplace
 
     def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """The sum.
+
+        Parameters
+        ----------
+        a, b : torch.Tensor
+        """
         return a.add_(b) if self.inplace else a + b
 
 
 class Concat(nn.Module):
-    """``torch.cat`` along ``dim`` as a module (Inception and Fire outputs), so it is a traced kernel."""
+    """``torch.cat`` along ``dim`` as a module (Inception and Fire outputs), so it is a traced kernel.
+
+    Parameters
+    ----------
+    dim : int
+    """
 
     def __init__(self, dim: int = 1) -> None:
         super().__init__()
@@ -276,7 +382,18 @@ class Concat(nn.Module):
         return torch.cat(xs, self.dim)
 
     def flops(self, args: tuple[Any, ...], out: torch.Tensor) -> float:
-        """None: concatenating copies bytes."""
+        """None: concatenating copies bytes.
+
+        Parameters
+        ----------
+        args, out
+            The call's arguments and output (:func:`layer_flops`).
+
+        Returns
+        -------
+        float
+            0.
+        """
         return 0.0  # a copy: bytes, no arithmetic
 
 
@@ -483,14 +600,29 @@ class TorchWorkload(TracedWorkload):
 
     # -- what subclasses provide ------------------------------------------------------------
     def configure(self, footprint: int) -> None:
-        """Choose the architecture's scale (width, resolution, batch) and ``n_steps`` for ``footprint``."""
+        """Choose the architecture's scale (width, resolution, batch) and ``n_steps`` for ``footprint``.
+
+        Parameters
+        ----------
+        footprint : int
+            Bytes.
+        """
 
     def build(self) -> nn.Module:
         """The network, initialised (the torch RNG is seeded)."""
         raise NotImplementedError
 
     def make_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
-        """The optimizer over ``model``'s parameters."""
+        """The optimizer over ``model``'s parameters.
+
+        Parameters
+        ----------
+        model : torch.nn.Module
+
+        Returns
+        -------
+        torch.optim.Optimizer
+        """
         raise NotImplementedError
 
     def batch(self) -> tuple[np.ndarray, np.ndarray]:
@@ -508,6 +640,21 @@ class TorchWorkload(TracedWorkload):
 
     # -- the Workload contract --------------------------------------------------------------
     def setup(self, footprint: int, rng: np.random.Generator) -> None:
+        """Configure, build the network and its optimizer and draw the first batch, with this workload's torch RNG
+        seeded from ``rng``.
+
+        Parameters
+        ----------
+        footprint : int
+            Bytes (:meth:`configure`).
+        rng : numpy.random.Generator
+            Every random draw of the run comes from it.
+
+        Raises
+        ------
+        ValueError
+            A ``batch_size`` or ``train_steps`` below 1.
+        """
         self.footprint = footprint
         self.rng = rng
         self._torch_rng = torch.Generator().manual_seed(int(rng.integers(2**62))).get_state()

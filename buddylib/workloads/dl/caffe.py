@@ -87,12 +87,26 @@ INPUT_BLOBS = ("input", "label")
 class CaffeRun:
     """The Caffe accounting of one iteration beside the PyTorch live set of the same iteration.
 
-    ``snapshots``: one per point of ``points``; ``pytorch``:
-    :meth:`buddylib.workloads.dl.base.TorchWorkload.allocations`
-    before and after the same iteration; ``blobs``: every leaf-module call of the iteration and
-    the blob its output lies in; ``splits``: blobs read by several layers and those layers, in the
-    order of their split diffs; ``torch_rng``: the torch RNG state the iteration started from
-    (dropout masks), so it can be replayed; ``step``: the iteration's index (0-based).
+    Parameters
+    ----------
+    workload : TorchWorkload
+        The workload, after the iteration.
+    scale : str or float
+    seed : int
+    step : int
+        The iteration's index (0-based).
+    points : tuple of str
+        Points of :data:`POINTS`, in order.
+    snapshots : list of Snapshot
+        One per point of ``points``.
+    pytorch : list of Snapshot
+        :meth:`buddylib.workloads.dl.base.TorchWorkload.allocations` before and after the same iteration.
+    blobs : dict of str to str
+        Every leaf-module call of the iteration and the blob its output lies in.
+    splits : dict of str to list of str
+        Blobs read by several layers and those layers, in the order of their split diffs.
+    torch_rng : torch.Tensor, optional
+        The torch RNG state the iteration started from (dropout masks), so it can be replayed.
     """
 
     workload: TorchWorkload
@@ -107,14 +121,40 @@ class CaffeRun:
     torch_rng: torch.Tensor | None = None
 
     def at(self, point: str) -> Snapshot:
-        """The Caffe snapshot at ``point``."""
+        """The Caffe snapshot at ``point``.
+
+        Parameters
+        ----------
+        point : str
+            One of ``points``.
+
+        Returns
+        -------
+        Snapshot
+
+        Raises
+        ------
+        ValueError
+            A point not recorded.
+        """
         return self.snapshots[self.points.index(point)]
 
 
 def caffe_snapshots(name: str, scale: str | float = "quick", seed: int = 0, steps: int | None = None,
                     points: Sequence[str] = POINTS, compressors: Sequence[str] = ALL_COMPRESSORS,
                     keep_bytes: bool = False) -> list[Snapshot]:
-    """Caffe-style snapshots of iteration ``steps`` of workload ``name`` at ``points`` (see :func:`caffe_run`)."""
+    """Caffe-style snapshots of iteration ``steps`` of workload ``name`` at ``points``.
+
+    Parameters
+    ----------
+    name, scale, seed, steps, points, compressors, keep_bytes
+        As for :func:`caffe_run`.
+
+    Returns
+    -------
+    list of Snapshot
+        The :class:`CaffeRun`'s ``snapshots``, one per point.
+    """
     return caffe_run(name, scale, seed, steps, points, compressors, keep_bytes).snapshots
 
 
@@ -125,8 +165,33 @@ def caffe_run(name: str, scale: str | float = "quick", seed: int = 0, steps: int
     recorded iteration is the one whose end the workload's own run snapshots last), then record one more
     iteration under Caffe's memory model at ``points``, and the PyTorch live set before and after it.
 
-    Each snapshot's allocations are compressed as they are taken (``compressors``); ``keep_bytes``
-    also keeps copies of their bytes.
+    Parameters
+    ----------
+    name : str
+        An fp32 CNN workload (an ``ImageClassifier`` trained with momentum SGD).
+    scale : str or float
+        A named scale or a footprint in MiB.
+    seed : int
+    steps : int, optional
+        Iterations trained before the recorded one.
+    points : sequence of str
+        Points of :data:`POINTS`.
+    compressors : sequence of str
+        What each allocation is compressed with, as it is taken.
+    keep_bytes : bool
+        Also keep copies of the bytes.
+
+    Returns
+    -------
+    CaffeRun
+
+    Raises
+    ------
+    ValueError
+        An unknown point, nothing to record (no compressors and no bytes kept), a workload that is not an fp32
+        CNN or not trained with momentum SGD, or negative ``steps``.
+    RuntimeError
+        A point the iteration did not reach.
     """
     points = tuple(points)
     unknown = [p for p in points if p not in POINTS]

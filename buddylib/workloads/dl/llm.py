@@ -57,7 +57,19 @@ def wordpiece_corpus() -> np.ndarray:
 
 
 def windows(n: int, length: int, rng: np.random.Generator) -> np.ndarray:
-    """``n`` random windows of ``length`` consecutive corpus tokens (int64 n x length)."""
+    """``n`` random windows of ``length`` consecutive corpus tokens (:func:`wordpiece_corpus`).
+
+    Parameters
+    ----------
+    n, length : int
+    rng : numpy.random.Generator
+        Draws the windows' starts.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, n x length.
+    """
     data = wordpiece_corpus()
     starts = rng.integers(0, data.size - length, n)
     return data[starts[:, None] + np.arange(length)[None, :]]
@@ -85,6 +97,16 @@ class MiniLMKVCache(Workload):
         return minilm.MiniLMInference.missing()
 
     def setup(self, footprint: int, rng: np.random.Generator) -> None:
+        """Load the model in bf16, lay out the grid (``QUICK`` up to the quick limit, else ``DEFAULT`` with its
+        batches scaled by the footprint) and draw the first batch.
+
+        Parameters
+        ----------
+        footprint : int
+            Bytes.
+        rng : numpy.random.Generator
+            Draws the batches.
+        """
         self.rng = rng
         if footprint <= QUICK_LIMIT:
             cfg = dict(self.QUICK)
@@ -183,6 +205,16 @@ class GPTBF16Training(LanguageModel):
         return TransformerLM(c["d"], c["layers"], c["heads"], c["seq"], vocab=len(minilm.tokenizer().vocab))
 
     def make_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
+        """AdamW, betas 0.9/0.95, weight decay 0.1 on matrices only (as GPT-2/3 and nanoGPT).
+
+        Parameters
+        ----------
+        model : torch.nn.Module
+
+        Returns
+        -------
+        torch.optim.Optimizer
+        """
         decay = [p for p in model.parameters() if p.dim() >= 2]
         rest = [p for p in model.parameters() if p.dim() < 2]
         return torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],

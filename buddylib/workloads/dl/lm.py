@@ -34,7 +34,16 @@ from buddylib.workloads.dl.data import VOCAB, text_batch
 
 
 class LSTMLM(nn.Module):
-    """Embedding -> dropout -> 2-layer LSTM with projection -> dropout -> softmax layer (logits B*T x V)."""
+    """Embedding -> dropout -> 2-layer LSTM with projection -> dropout -> softmax layer (logits B*T x V).
+
+    Parameters
+    ----------
+    emb, hidden, proj : int
+        Embedding width, LSTM hidden size and its projection's.
+    layers : int
+        Stacked LSTM layers.
+    dropout : float
+    """
 
     def __init__(self, emb: int, hidden: int, proj: int, layers: int = 2, dropout: float = 0.1) -> None:
         super().__init__()
@@ -45,6 +54,18 @@ class LSTMLM(nn.Module):
         self.softmax = nn.Linear(proj, VOCAB)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Logits of the next byte.
+
+        Parameters
+        ----------
+        tokens : torch.Tensor
+            Byte ids, batch x time.
+
+        Returns
+        -------
+        torch.Tensor
+            (batch x time) x vocabulary.
+        """
         with warnings.catch_warnings():  # "LSTM with projections is not supported with oneDNN": the generic path
             warnings.simplefilter("ignore", UserWarning)
             h, _ = self.lstm(self.drop_in(self.embedding(tokens)))
@@ -52,7 +73,14 @@ class LSTMLM(nn.Module):
 
 
 class CausalAttention(nn.Module):
-    """softmax(Q K^T / sqrt(d) + causal mask) V over heads: the attention matrix is materialised."""
+    """softmax(Q K^T / sqrt(d) + causal mask) V over heads: the attention matrix is materialised.
+
+    Parameters
+    ----------
+    heads : int
+    context : int
+        The longest sequence (the causal mask's side).
+    """
 
     def __init__(self, heads: int, context: int) -> None:
         super().__init__()
@@ -60,6 +88,18 @@ class CausalAttention(nn.Module):
         self.register_buffer("mask", torch.tril(torch.ones(context, context, dtype=torch.bool)), persistent=False)
 
     def forward(self, qkv: torch.Tensor) -> torch.Tensor:
+        """Attention of the heads.
+
+        Parameters
+        ----------
+        qkv : torch.Tensor
+            Queries, keys and values side by side, batch x time x 3d.
+
+        Returns
+        -------
+        torch.Tensor
+            batch x time x d.
+        """
         b, t, three_d = qkv.shape
         d = three_d // 3
         q, k, v = (z.reshape(b, t, self.heads, d // self.heads).transpose(1, 2) for z in qkv.split(d, dim=2))
@@ -68,13 +108,30 @@ class CausalAttention(nn.Module):
         return (att @ v).transpose(1, 2).reshape(b, t, d)
 
     def flops(self, args: tuple[Any, ...], out: torch.Tensor) -> float:
-        """Multiply-adds of QK^T and AV (2 flops each), and the scale, mask and softmax per score."""
+        """Multiply-adds of QK^T and AV (2 flops each), and the scale, mask and softmax per score.
+
+        Parameters
+        ----------
+        args, out
+            The call's arguments and output (:func:`~buddylib.workloads.dl.base.layer_flops`).
+
+        Returns
+        -------
+        float
+        """
         b, t, d = out.shape
         return 4.0 * b * t * t * d + 6.0 * b * self.heads * t * t  # QK^T and AV; scale, mask, softmax
 
 
 class Block(nn.Module):
-    """Pre-LN Transformer block: x + proj(attn(qkv(ln1 x))), then x + fc2(gelu(fc1(ln2 x)))."""
+    """Pre-LN Transformer block: x + proj(attn(qkv(ln1 x))), then x + fc2(gelu(fc1(ln2 x))).
+
+    Parameters
+    ----------
+    d, heads, context : int
+        Width, attention heads, longest sequence.
+    dropout : float
+    """
 
     def __init__(self, d: int, heads: int, context: int, dropout: float) -> None:
         super().__init__()
@@ -92,13 +149,28 @@ class Block(nn.Module):
         self.add2 = Add()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The block's output.
+
+        Parameters
+        ----------
+        x : torch.Tensor
+            batch x time x d.
+        """
         x = self.add1(x, self.drop1(self.proj(self.attn(self.qkv(self.ln1(x))))))
         return self.add2(x, self.drop2(self.fc2(self.gelu(self.fc1(self.ln2(x))))))
 
 
 class TransformerLM(nn.Module):
-    """GPT-2 layout: token + position embeddings, ``layers`` blocks, final LayerNorm, tied output layer;
-    ``vocab`` symbols (bytes unless told)."""
+    """GPT-2 layout: token + position embeddings, ``layers`` blocks, final LayerNorm, tied output layer.
+
+    Parameters
+    ----------
+    d, layers, heads, context : int
+        Width, blocks, attention heads, longest sequence.
+    dropout : float
+    vocab : int
+        Symbols (bytes unless told).
+    """
 
     def __init__(self, d: int, layers: int, heads: int, context: int, dropout: float = 0.1,
                  vocab: int = VOCAB) -> None:
@@ -120,6 +192,18 @@ class TransformerLM(nn.Module):
                 nn.init.zeros_(p)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Logits of the next token.
+
+        Parameters
+        ----------
+        tokens : torch.Tensor
+            Token ids, batch x time.
+
+        Returns
+        -------
+        torch.Tensor
+            (batch x time) x vocab.
+        """
         pos = torch.arange(tokens.shape[1])
         x = self.drop(self.add(self.wte(tokens), self.wpe(pos)))
         return self.head(self.ln_f(self.blocks(x))).reshape(-1, self.vocab)
@@ -142,6 +226,13 @@ class LanguageModel(TorchWorkload):
     WIDTHS: ClassVar[tuple[str, ...]] = ()
 
     def configure(self, footprint: int) -> None:
+        """``QUICK`` up to the quick limit, else ``DEFAULT`` with its ``WIDTHS`` scaled (at least 8).
+
+        Parameters
+        ----------
+        footprint : int
+            Bytes.
+        """
         cfg = dict(self.QUICK if footprint <= QUICK_LIMIT else self.DEFAULT)
         if footprint > QUICK_LIMIT:
             g = width_factor(footprint)
@@ -150,6 +241,16 @@ class LanguageModel(TorchWorkload):
         self.n_steps = cfg["steps"]
 
     def make_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
+        """Adam at the configuration's ``lr``.
+
+        Parameters
+        ----------
+        model : torch.nn.Module
+
+        Returns
+        -------
+        torch.optim.Optimizer
+        """
         return torch.optim.Adam(model.parameters(), lr=self.cfg["lr"])
 
     def batch(self) -> tuple[np.ndarray, np.ndarray]:
