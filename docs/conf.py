@@ -50,8 +50,7 @@ autosummary_generate = True
 autosummary_imported_members = False
 autodoc_default_options = {"members": True, "member-order": "bysource", "undoc-members": True,
                            "show-inheritance": False}
-autodoc_typehints = "description"
-autodoc_typehints_description_target = "documented_params"
+autodoc_typehints = "signature"  # types once, in the signature; numpydoc sections describe
 autodoc_preserve_defaults = True
 numpydoc_show_class_members = False
 numpydoc_xref_param_type = False
@@ -72,6 +71,8 @@ nitpick_ignore_regex = [
                   r"optional|callable|array-like|array_like|default|ndarray|bool|int|float|str|bytes|dict|list|"
                   r"tuple|set|None|object|type|memoryview|bytearray|numpy scalar|sequence|mapping|iterable)"),
     (r"py:obj", r"(optional|None|True|False)"),
+    # a builtin generic in a signature (``tuple[int, ...]``) reaches Sphinx split at its commas
+    (r"py:class", r"(tuple|dict|list|set|type)\[.*"),
     # a private name (a leading underscore) is not part of the reference: a docstring may name it, unlinked
     (r"py:.*", r"(.*\.)?_\w+(\..*)?"),
 ]

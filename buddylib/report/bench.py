@@ -66,7 +66,34 @@ COMPRESSIBLE = 1.01
 
 
 def make_data(kind: str, nbytes: int, seed: int = 0) -> np.ndarray:
-    """``nbytes`` of deterministic data of one kind (see module docstring)."""
+    """``nbytes`` of deterministic data of one kind (see module docstring).
+
+    Parameters
+    ----------
+    kind : str
+        One of ``ALL_KINDS``: ``"sparse"`` (post-ReLU activations, :func:`relu_feature_maps`), ``"smooth"``
+        (a smooth 3-D float64 field, as an HPC stencil code holds), ``"random"`` (32-bit words), ``"bf16"`` or
+        ``"fp16"`` (weights' bits, :func:`bf16_weights`, :func:`fp16_weights`).
+    nbytes : int
+        Bytes wanted (rounded down to whole values).
+    seed : int
+        The random generator's seed.
+
+    Returns
+    -------
+    numpy.ndarray
+        One dimension.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``kind``.
+
+    Examples
+    --------
+    >>> {kind: str(make_data(kind, 1024).dtype) for kind in ALL_KINDS}
+    {'sparse': 'float32', 'smooth': 'float64', 'random': 'uint32', 'bf16': 'uint16', 'fp16': 'uint16'}
+    """
     rng = np.random.default_rng(seed)
     if kind == "sparse":
         return relu_feature_maps(nbytes // 4, rng)
@@ -90,7 +117,22 @@ def make_data(kind: str, nbytes: int, seed: int = 0) -> np.ndarray:
 def bf16_weights(n: int, rng: np.random.Generator, block: int = 1 << 16) -> np.ndarray:
     """``n`` bf16 values (their bits, uint16) shaped like a network's weights: normal, each ``block`` of values a
     layer with its own scale (log-uniform, 0.005 to 0.1), rounded to bf16 to nearest even as a serving stack
-    casts fp32 checkpoints."""
+    casts fp32 checkpoints.
+
+    Parameters
+    ----------
+    n : int
+        Values.
+    rng : numpy.random.Generator
+        The random source.
+    block : int
+        Values per layer.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint16, ``n`` values.
+    """
     scale = np.exp(rng.uniform(np.log(0.005), np.log(0.1), -(-n // block))).astype(np.float32)
     x = rng.standard_normal(n, dtype=np.float32) * np.repeat(scale, block)[:n]
     bits = x.view(np.uint32)
@@ -99,7 +141,18 @@ def bf16_weights(n: int, rng: np.random.Generator, block: int = 1 << 16) -> np.n
 
 def fp16_weights(n: int, rng: np.random.Generator, block: int = 1 << 16) -> np.ndarray:
     """``n`` fp16 values (their bits, uint16) shaped as :func:`bf16_weights`'s, cast to fp16 (numpy rounds to
-    nearest even; the layer scales keep them normal)."""
+    nearest even; the layer scales keep them normal).
+
+    Parameters
+    ----------
+    n, rng, block
+        As :func:`bf16_weights` takes them.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint16, ``n`` values.
+    """
     scale = np.exp(rng.uniform(np.log(0.005), np.log(0.1), -(-n // block))).astype(np.float32)
     x = rng.standard_normal(n, dtype=np.float32) * np.repeat(scale, block)[:n]
     return x.astype(np.float16).view(np.uint16)
@@ -111,6 +164,22 @@ def relu_feature_maps(n: int, rng: np.random.Generator, side: int = 32, coarse: 
     A conv layer's pre-activation is spatially smooth (neighbouring pixels see overlapping
     receptive fields), so each map is a coarse random field bilinearly upsampled plus a
     little pixel noise; ReLU then zeroes about half of it in contiguous regions.
+
+    Parameters
+    ----------
+    n : int
+        Values (the last map is cut short).
+    rng : numpy.random.Generator
+        The random source.
+    side : int
+        A map's side, in pixels.
+    coarse : int
+        The side of the coarse random field each map is upsampled from.
+
+    Returns
+    -------
+    numpy.ndarray
+        float32, ``n`` values, map after map.
     """
     n_maps = -(-n // (side * side))
     up = np.clip(1 - np.abs(np.linspace(0, coarse - 1, side)[:, None] - np.arange(coarse)[None, :]), 0, None)
@@ -134,16 +203,43 @@ def run(mib: int = 256, repeat: int = MIN_REPEAT, seed: int = 0, threads: int | 
         progress: bool = True, crossover: bool = True, kinds: tuple[str, ...] = ALL_KINDS) -> pd.DataFrame:
     """Time every compressor and the peers on every data kind; one row per (kind, compressor, operation).
 
-    Columns: ``kind, compressor, operation, bytes, threads, repeat``; per core (one thread)
-    ``MB_per_s_per_core`` (median) with ``_min``/``_max``; per machine (``threads`` threads)
-    ``MB_per_s`` with ``_min``/``_max`` and ``seconds`` (median); ``ratio`` (per-entry
-    compressors: ideal ratio = bytes / (32 B x sectors); peers: bytes / compressed bytes) and
-    ``bits_ratio`` (bytes x 8 / sum of code bits); and our speed over each peer's, per core and
-    per machine: ``vs_zstd-1_per_core``, ``vs_lz4_per_core``, ``vs_zstd-1_per_machine``,
-    ``vs_lz4_per_machine`` (size and encode against compress, decode against decompress).
-    ``repeat`` is raised to at least 5; ``kinds``: the data kinds to run (default every one). With
-    ``crossover``, ``df.attrs["crossover"]`` holds :func:`parallel_crossover`'s table (as
-    ``DataFrame.to_dict()``), which :func:`write` reports.
+    Every decode and decompress is checked against the input (an ``AssertionError`` if a round trip fails).
+
+    Parameters
+    ----------
+    mib : int
+        MiB of data per kind.
+    repeat : int
+        Timed calls per figure, raised to at least ``MIN_REPEAT`` (5).
+    seed : int
+        The data's seed (:func:`make_data`).
+    threads : int, optional
+        Threads per machine (default: numba's, ``NUMBA_NUM_THREADS``).
+    progress : bool
+        Show a progress bar.
+    crossover : bool
+        Also measure :func:`parallel_crossover`: ``df.attrs["crossover"]`` holds its table (as
+        ``DataFrame.to_dict()``), which :func:`write` reports.
+    kinds : tuple of str
+        The data kinds to run (default every one, ``ALL_KINDS``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``kind, compressor, operation, bytes, threads, repeat``; per core (one thread)
+        ``MB_per_s_per_core`` (median) with ``_min``/``_max``; per machine (``threads`` threads)
+        ``MB_per_s`` with ``_min``/``_max`` and ``seconds`` (median); ``ratio`` (per-entry
+        compressors: ideal ratio = bytes / (32 B x sectors); peers: bytes / compressed bytes) and
+        ``bits_ratio`` (bytes x 8 / sum of code bits); and our speed over each peer's, per core and
+        per machine: ``vs_zstd-1_per_core``, ``vs_lz4_per_core``, ``vs_zstd-1_per_machine``,
+        ``vs_lz4_per_machine``, and ZipNN's ``vs_zipnn_*`` (size and encode against compress, decode against
+        decompress; NaN where a peer did not run). ``df.attrs["load_average_at_start"]``: the 1-minute load
+        average when it started.
+
+    Raises
+    ------
+    ValueError
+        An unknown data kind in ``kinds``.
     """
     threads = threads or numba.config.NUMBA_NUM_THREADS
     repeat = max(int(repeat), MIN_REPEAT)
@@ -291,7 +387,18 @@ def _with_ratios(df: pd.DataFrame) -> pd.DataFrame:
 
 def summary(df: pd.DataFrame) -> pd.DataFrame:
     """Wide table per (compressor, operation) and kind: MB/s per core and per machine (medians),
-    our speed over zstd-1's and lz4's per core, and the compression ratio."""
+    our speed over zstd-1's and lz4's (and ZipNN's) per core, and the compression ratio.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        :func:`run`'s rows.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Rows (compressor, operation); columns (quantity, kind), rounded.
+    """
     def wide(col: str, digits: int) -> pd.DataFrame:
         return df.pivot_table(index=["compressor", "operation"], columns="kind", values=col,
                               sort=False).reindex(columns=list(ALL_KINDS)).round(digits)
@@ -304,7 +411,18 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def spread(df: pd.DataFrame) -> pd.DataFrame:
-    """MB/s per core and per machine as 'median [min-max]' text, per (compressor, operation) and kind."""
+    """MB/s per core and per machine as 'median [min-max]' text, per (compressor, operation) and kind.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        :func:`run`'s rows.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Rows (compressor, operation); columns (``"per core"`` or ``"per machine"``, kind).
+    """
     d = df.copy()
     for col, label in (("MB_per_s_per_core", "per core"), ("MB_per_s", "per machine")):
         d[label] = [f"{m:.0f} [{lo:.0f}-{hi:.0f}]" for m, lo, hi in
@@ -315,7 +433,18 @@ def spread(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def scaling(df: pd.DataFrame) -> pd.Series:
-    """Speed-up of the BPC-32 size path with all threads over one thread, per data kind."""
+    """Speed-up of the BPC-32 size path with all threads over one thread, per data kind.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        :func:`run`'s rows.
+
+    Returns
+    -------
+    pandas.Series
+        Per kind of ``KINDS`` (NaN where it did not run).
+    """
     s = df[(df.compressor == "bpc32") & (df.operation == "size")].set_index("kind")
     return (s["MB_per_s"] / s["MB_per_s_per_core"]).rename("bpc32 size speed-up").reindex(list(KINDS))
 
@@ -323,7 +452,19 @@ def scaling(df: pd.DataFrame) -> pd.Series:
 def targets(df: pd.DataFrame) -> pd.DataFrame:
     """Issue 14's targets (on :data:`TARGET_KINDS`) and issue 42's (on :data:`KINDS_16`; against ZipNN only
     where it is installed) checked against the measured medians: one row per
-    (target, kind) with the measured value, the target, whether it is met and the margin (measured / target)."""
+    (target, kind) with the measured value, the target, whether it is met and the margin (measured / target).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        :func:`run`'s rows; a target is checked only where its rows are there (BPC-32's speed-up only on a kind
+        zstd-1 shrinks by more than 1%).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``target``, ``kind``, ``measured``, ``target_value``, ``unit``, ``met``, ``margin``.
+    """
     rows = []
     zstd = df[(df.compressor == "zstd-1") & (df.operation == "compress")].set_index("kind")
     bpc32 = df[(df.compressor == "bpc32") & (df.operation == "size")].set_index("kind")
@@ -371,7 +512,24 @@ def parallel_crossover(sizes: tuple[int, ...] = (256, 512, 1024, 2048, 4096, 819
 
     Median over ``calls`` of the ratio serial time / parallel time, the two timed back to back
     (so a burst of load hits both), on smooth data: above 1 the parallel launch pays. This is how
-    ``abc.PARALLEL_MIN_ENTRIES`` was chosen; a table (rows: operations, columns: entries).
+    ``abc.PARALLEL_MIN_ENTRIES`` was chosen.
+
+    Parameters
+    ----------
+    sizes : tuple of int
+        Input sizes, in entries.
+    threads : int, optional
+        Threads of the parallel path (default: numba's, ``NUMBA_NUM_THREADS``).
+    calls : int
+        Timed pairs per size (the first, a warm-up, is dropped).
+    seed : int
+        The data's seed (:func:`make_data`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Rows: operations (each compressor's size path, BPC's encode and decode, sectors from bits); columns:
+        entries (``sizes``).
     """
     threads = threads or numba.config.NUMBA_NUM_THREADS
     x = as_entries(make_data("smooth", max(sizes) * 128, seed))
@@ -431,7 +589,9 @@ def _target_lines(t: pd.DataFrame) -> list[str]:
 
 
 def write(df: pd.DataFrame, out: Path) -> dict[str, Path]:
-    """Save the raw rows (CSV), the summary (CSV and Markdown) and a figure under ``out``."""
+    """Save :func:`run`'s rows ``df`` (CSV), the summary (CSV and Markdown, with the targets, the spread and the
+    crossover table) and a figure (:func:`plot`) under ``out``; return their paths by name (``rows``,
+    ``summary``, ``markdown``, ``png``, ``svg``)."""
     out.mkdir(parents=True, exist_ok=True)
     paths = {"rows": out / "bench.csv", "summary": out / "summary.csv", "markdown": out / "bench.md"}
     df.to_csv(paths["rows"], index=False)
@@ -511,7 +671,20 @@ def write(df: pd.DataFrame, out: Path) -> dict[str, Path]:
 
 def plot(df: pd.DataFrame, out: Path) -> dict[str, Path]:
     """Throughput per kind, ours beside zstd-1 and lz4: per core (bars, slowest-fastest call as error
-    bars) and per machine (diamonds), on a log scale, with the issue's targets drawn in."""
+    bars) and per machine (diamonds), on a log scale, with the issue's targets drawn in.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        :func:`run`'s rows.
+    out : Path
+        The folder to save the figure in, as ``bench.png`` and ``bench.svg``.
+
+    Returns
+    -------
+    dict of str to Path
+        The figure's files, by ``"png"`` and ``"svg"``.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -568,7 +741,23 @@ def plot(df: pd.DataFrame, out: Path) -> dict[str, Path]:
 
 
 def write_mixed(path: Path, nbytes: int, seed: int = 0) -> Path:
-    """A file of ``nbytes`` holding one tensor per data kind (.safetensors or .npy)."""
+    """A file of ``nbytes`` holding one tensor per data kind (.safetensors or .npy).
+
+    Parameters
+    ----------
+    path : Path
+        The file: a ``.safetensors`` suffix writes one tensor per kind of ``KINDS``, named after it; any
+        other writes one ``.npy`` array of bytes, the kinds one after another.
+    nbytes : int
+        Data bytes in all, shared evenly by the kinds (each share rounded down to a multiple of 128).
+    seed : int
+        The data's seed (:func:`make_data`).
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
     per = nbytes // len(KINDS) // 128 * 128
     if path.suffix == ".safetensors":
         from safetensors.numpy import save_file
@@ -585,8 +774,24 @@ def write_mixed(path: Path, nbytes: int, seed: int = 0) -> Path:
     return path
 
 
-def run_analyze(workdir: Path, gib: float = 1.0, progress: bool = True) -> pd.DataFrame:
-    """Wall time of ``buddy analyze`` (a fresh process, all five compressors) on a file."""
+def run_analyze(workdir: Path, gib: float = 1.0) -> pd.DataFrame:
+    """Wall time of ``buddy analyze`` (a fresh process, all five compressors) on a file.
+
+    A ``.safetensors`` and a ``.npy`` file (:func:`write_mixed`), each timed after an untimed call that warms the
+    page cache and numba's cache, then deleted.
+
+    Parameters
+    ----------
+    workdir : Path
+        Where the files are written.
+    gib : float
+        GiB per file.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per file: ``what``, ``bytes``, ``workers``, ``seconds``.
+    """
     import subprocess
     import sys
 
@@ -604,7 +809,25 @@ def run_analyze(workdir: Path, gib: float = 1.0, progress: bool = True) -> pd.Da
 
 
 def run_dask(workdir: Path, gib: float = 2.0, workers: tuple[int, ...] = (1, 2)) -> pd.DataFrame:
-    """analyze() on a file through dask LocalClusters of 1 and 2 single-threaded workers."""
+    """analyze() on a file through dask LocalClusters of 1 and 2 single-threaded workers.
+
+    :func:`~buddylib.analysis.analyze` of a ``.npy`` file (:func:`write_mixed`, deleted after), timed after each
+    worker loaded numba's cache; the results must be the same on every cluster (an ``AssertionError`` if not).
+
+    Parameters
+    ----------
+    workdir : Path
+        Where the file is written.
+    gib : float
+        The file's GiB.
+    workers : tuple of int
+        The cluster sizes, in order.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per cluster size: ``what``, ``bytes``, ``workers``, ``seconds``, and ``speedup`` over the first.
+    """
     from distributed import Client, LocalCluster
 
     from buddylib.analysis import analyze
@@ -631,7 +854,18 @@ def run_dask(workdir: Path, gib: float = 2.0, workers: tuple[int, ...] = (1, 2))
 
 
 def run_cache_sim(n: int = 10**8) -> pd.DataFrame:
-    """Throughput of the metadata-cache simulator (random and streaming accesses, 64 KiB 8-way)."""
+    """Throughput of the metadata-cache simulator (random and streaming accesses, 64 KiB 8-way).
+
+    Parameters
+    ----------
+    n : int
+        Accesses per pattern.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per pattern: ``what``, ``accesses``, ``seconds``, ``hit_rate``.
+    """
     from buddylib.timing.caches import set_associative_hits
 
     rng = np.random.default_rng(0)
@@ -659,12 +893,30 @@ def run_scaleout(workdir: Path, scale: str | float = "quick", workers: tuple[int
     seconds each at quick scale) through :func:`buddylib.report.pipeline.run_all` to the cluster's address, each time
     into a fresh data folder, after an untimed pass on the largest cluster that fills numba's cache
     on disk; cluster sizes alternate ``repeat`` times, so a burst of other load hits both. The
-    runs' digests must be the same on every cluster. Returns one row per run (wall seconds from
-    submitting to the last result; ``busy``, the seconds the workers computed; ``cpu``, the CPU
-    seconds their processes used meanwhile (below ``busy`` when other work on the machine took the
-    cores); ``idle``, workers x wall - busy, of which ``idle_at_end`` after a worker's last task; the
-    longest task) and one row per task (its worker, start after submitting, seconds), both from the
-    scheduler's task stream.
+    runs' digests must be the same on every cluster (an ``AssertionError`` if not). Task seconds, and so ``busy``
+    and ``idle`` below, come from the scheduler's task stream.
+
+    Parameters
+    ----------
+    workdir : Path
+        Where the data folders are made.
+    scale : str or float
+        The runs' scale.
+    workers : tuple of int
+        The cluster sizes.
+    repeat : int
+        Timed runs per cluster size (at least one).
+
+    Returns
+    -------
+    runs : pandas.DataFrame
+        One row per run: ``seconds``, the wall seconds from submitting to the last result; ``busy``, the seconds
+        the workers computed; ``cpu``, the CPU seconds their processes used meanwhile (below ``busy`` when other
+        work on the machine took the cores); ``idle``, workers x wall - busy, of which ``idle_at_end`` after a
+        worker's last task; ``longest_task``; ``load_1min``; ``speedup`` over the smallest cluster (medians) and
+        the ``goal`` (:data:`SCALEOUT_GOAL`, on two workers).
+    tasks : pandas.DataFrame
+        One row per task and run: its ``task``, ``worker``, ``start`` after submitting, ``seconds``.
     """
     import json
 
@@ -717,7 +969,20 @@ def _cpu_seconds() -> float:
 
 def write_scaleout(runs: pd.DataFrame, tasks: pd.DataFrame, out: Path) -> dict[str, Path]:
     """:func:`run_scaleout`'s runs and tasks as tidy CSV, and a Markdown page: the speed-up beside the goal,
-    and where the rest of an ideal 2x went (the workers computing longer than one worker did, workers idle)."""
+    and where the rest of an ideal 2x went (the workers computing longer than one worker did, workers idle).
+
+    Parameters
+    ----------
+    runs, tasks : pandas.DataFrame
+        :func:`run_scaleout`'s two tables.
+    out : Path
+        The folder to write into.
+
+    Returns
+    -------
+    dict of str to Path
+        ``scaleout`` and ``scaleout_tasks`` (CSV), ``scaleout_markdown`` (``scaleout.md``).
+    """
     out.mkdir(parents=True, exist_ok=True)
     paths = {"scaleout": out / "scaleout.csv", "scaleout_tasks": out / "scaleout_tasks.csv",
              "scaleout_markdown": out / "scaleout.md"}

@@ -29,8 +29,29 @@ from buddylib.studies import experiments, remake, summaries
 
 def hpc_ratios(data: Path, scale: str = "default", seed: int = 0, regenerate: bool = False,
                names: list[str] | None = None) -> tuple[xr.Dataset, pd.DataFrame]:
-    """Run (or reuse) every HPC workload and analyse it: final snapshots, and run facts (the seconds the run
-    took when it was made, as its profile records, not the seconds spent reading it back here)."""
+    """Run (or reuse) every HPC workload and analyse it.
+
+    Parameters
+    ----------
+    data : Path
+        The folder of cached runs.
+    scale : str
+        The runs' scale.
+    seed : int
+        The runs' seed.
+    regenerate : bool
+        Remake the runs even where cached.
+    names : list of str, optional
+        The workloads (None: every HPC workload).
+
+    Returns
+    -------
+    last : xarray.Dataset
+        The analysis of each run's final snapshot (:func:`buddylib.studies.experiments.final`).
+    times : pandas.DataFrame
+        Run facts per workload: ``run seconds`` (the seconds the run took when it was made, as its profile
+        records, not the seconds spent reading it back here), ``footprint_MiB``, ``allocations``, ``snapshots``.
+    """
     import json
 
     ds = experiments.workload_ratios(names or workloads.names("hpc"), scale, seed, data, regenerate=regenerate)
@@ -49,11 +70,28 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
     """Run all steps into ``out``, collect what the index shows and write it; return the index path.
 
     The compressor benchmark runs first, alone (it times code); then every workload run, sweep and
-    study the notebooks read, as parallel tasks (:mod:`buddylib.report.pipeline`; ``scheduler``: None for a
-    local cluster of one worker per core, an address, or "serial"); then the notebooks, in parallel on the
-    same workers; then the analyses in this process and the index (:mod:`buddylib.report.index_page`, from the
-    collected :class:`~buddylib.report.index_page.Results`).
-    ``scale``, ``names`` (workloads) and ``notebooks`` exist so tests can run it small.
+    study the notebooks read, as parallel tasks (:mod:`buddylib.report.pipeline`); then the notebooks, in parallel
+    on the same workers; then the analyses in this process and the index (:mod:`buddylib.report.index_page`, from
+    the collected :class:`~buddylib.report.index_page.Results`).
+
+    Parameters
+    ----------
+    out, data : Path
+        The reports folder; the folder of cached runs (each made if missing).
+    bench_mib : int
+        MiB per data kind of the compressor benchmark.
+    regenerate : bool
+        Remake the workload runs even where cached.
+    scale, names, notebooks
+        The scale, the workloads and the notebooks by stem (None: all): they exist so tests can run it small.
+        A full run (every workload at ``"default"``) also runs what :func:`generate`'s ``full`` adds.
+    scheduler : str, optional
+        None: a local cluster of one worker per core; a scheduler address; or ``"serial"``: here.
+
+    Returns
+    -------
+    Path
+        The Markdown index, ``out/README.md``.
     """
     from buddylib.report import pipeline
 
@@ -111,11 +149,34 @@ def run(out: Path, bench_mib: int = 256, data: Path = Path("data"), regenerate: 
 def generate(data: Path, scale: str, names: list[str], scheduler: str | None = None, regenerate: bool = False,
              full: bool = False) -> dict[str, float]:
     """Every workload run, sweep and study the notebooks and the index read, cached in ``data``, as parallel
-    tasks (a progress bar counts them); ``full``: also the HPC runs at other sizes and notebook 10's study
-    (:func:`buddylib.studies.llm.study`) where it is not committed. The slow studies whose
-    summaries are committed (:mod:`buddylib.studies.summaries`: the paper-scale networks, the maturity, optimizer and
-    framework studies at default scale, the HPC proxies at gigabyte scale and at 32 MiB, the size notebook 09's
-    scale trend adds) are read from them, not run; only those not committed are tasks here. Returns seconds per task."""
+    tasks (a progress bar counts them).
+
+    The slow studies whose summaries are committed (:mod:`buddylib.studies.summaries`: the paper-scale networks,
+    the maturity, optimizer and framework studies at default scale, the HPC proxies at gigabyte scale and at
+    32 MiB, the size notebook 09's scale trend adds) are read from them, not run; only those not committed are
+    tasks here.
+
+    Parameters
+    ----------
+    data : Path
+        The folder the results are cached in.
+    scale : str
+        The scale of the runs and studies.
+    names : list of str
+        The workloads.
+    scheduler : str, optional
+        As :func:`buddylib.report.pipeline.run_all` takes it: None, an address, or ``"serial"``.
+    regenerate : bool
+        Drop the workloads' cached runs first (their studies and sweeps follow the runs' code).
+    full : bool
+        Also the paper-scale runs, the HPC runs at other sizes and notebook 10's study
+        (:func:`buddylib.studies.llm.study`), each where its summary is not committed.
+
+    Returns
+    -------
+    dict of str to float
+        Seconds per task, by label.
+    """
     from buddylib.report import pipeline
     from buddylib.studies import fidelity, llm
 
@@ -152,7 +213,28 @@ NOTEBOOK_SECONDS = {"10_llm_memory": 15.0, "11_target_granularity": 15.0, "05_sl
 
 def run_notebooks(out: Path, data: Path, scale: str, names: list[str] | None, only: list[str] | None,
                   scheduler: str | None, last: dict[str, float] | None = None) -> list[dict[str, object]]:
-    """Execute the notebooks in parallel, the longest last time first; per notebook its seconds and files."""
+    """Execute the notebooks in parallel, the longest last time first.
+
+    Parameters
+    ----------
+    out, data : Path
+        The reports folder; the folder of cached runs (the notebooks only read it).
+    scale : str
+        The notebooks' scale.
+    names, only : list of str, optional
+        The workloads the notebooks use; the notebooks to run, by stem (None: all).
+    scheduler : str, optional
+        As :func:`buddylib.report.pipeline.run_all` takes it.
+    last : dict of str to float, optional
+        Seconds per task of the last run (:func:`last_run_seconds`), to start the longest first; without it (or
+        for a notebook it lacks), :data:`NOTEBOOK_SECONDS`.
+
+    Returns
+    -------
+    list of dict
+        Per notebook, in order: ``notebook`` (its stem), ``seconds`` (NaN if not timed) and ``files`` (what it
+        wrote into ``out/<notebook>/``).
+    """
     from buddylib.report import pipeline
 
     books = notebook_paths(only)
@@ -236,7 +318,7 @@ def _scales(hpc: xr.Dataset, slow: xr.Dataset, dl: dict[str, dict[str, float]], 
         for at in sizes:
             row = fidelity.scale_headline(suite, at)
             if row:
-                rows.append(row | {"size": {"large": "1 GiB", "4096": "4 GiB"}.get(str(row["size"]), row["size"])})
+                rows.append(row)
     order = {"hpc": 0, "dl": 1}
     return pd.DataFrame(rows).sort_values("suite", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
 
@@ -321,7 +403,18 @@ def _save_steps(out: Path, phases: dict[str, float], tasks: dict[str, float]) ->
 
 
 def last_run_seconds(out: Path) -> dict[str, float]:
-    """Seconds per phase and task of the last ``make reproduce`` into ``out`` (its ``steps.csv``; empty if none)."""
+    """Seconds per phase and task of the last ``make reproduce`` into ``out``.
+
+    Parameters
+    ----------
+    out : Path
+        The reports folder.
+
+    Returns
+    -------
+    dict of str to float
+        From its ``steps.csv``; empty if there is none or it cannot be read.
+    """
     try:
         steps = pd.read_csv(out / "steps.csv")
         return {str(k): float(v) for k, v in zip(steps["step"], steps["seconds"], strict=True)}

@@ -33,7 +33,22 @@ OPTIMIZER_NETWORKS = (*STUDY_CNNS, "biglstm")
 
 
 def maturity_steps(scale: str | float) -> int:
-    """Training steps of the maturity runs: three times the default CNN runs' 160, 200 at quick scale."""
+    """Training steps of the maturity runs: three times the default CNN runs' 160, 200 at quick scale.
+
+    Parameters
+    ----------
+    scale : str or float
+        The runs' scale.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> maturity_steps("quick"), maturity_steps("default")
+    (200, 480)
+    """
     return 200 if str(scale) == "quick" else 480
 
 
@@ -44,14 +59,39 @@ def maturity(names: Sequence[str], scale: str | float = "default", steps: int | 
 
     Per snapshot: ``step``; the activations' bytes, share of zero elements and ideal ratio per
     compressor; the whole snapshot's ideal and effective ratio (BPC-32, threshold 30%, each snapshot
-    placed as if it were the only one: the oracle policy). ``steps`` defaults to :func:`maturity_steps`.
+    placed as if it were the only one: the oracle policy).
 
     A network whose study is committed at this scale, steps and snapshots (:mod:`buddylib.studies.summaries`: the
-    study CNNs at default scale, 480 steps, minutes each) is read from it, never run; ``summary_folder``:
-    where (default the committed ``data/summaries/dl``; ``False`` never reads one). The others are cached as
-    ``<name>-<scale>-s<seed>.maturity-<steps>.nc``, reused while parameters and code are the same. Per
-    workload, ``source`` says which ("summary" or "run"), ``code`` the digest of the code that made it and
-    ``code_current`` whether it is this checkout's.
+    study CNNs at default scale, 480 steps, minutes each) is read from it, never run. The others are cached as
+    ``<name>-<scale>-s<seed>.maturity-<steps>.nc``, reused while parameters and code are the same.
+
+    Parameters
+    ----------
+    names : sequence of str
+        DL networks.
+    scale, seed : str or float, int
+        The runs' scale and seed.
+    steps : int, optional
+        Training steps; default :func:`maturity_steps`.
+    snapshots : int
+        Snapshots over the run.
+    data : str or pathlib.Path
+        Where the runs' results are cached.
+    progress : bool
+        A progress bar over the networks.
+    summary_folder : str, pathlib.Path or bool, optional
+        Where committed studies are read (default the committed ``data/summaries/dl``; ``False`` never reads one).
+
+    Returns
+    -------
+    xarray.Dataset
+        Per workload besides, ``source`` says which ("summary" or "run"), ``code`` the digest of the code that made it,
+        ``code_current`` whether it is this checkout's, and ``date``.
+
+    Raises
+    ------
+    ValueError
+        An unknown workload, or a result a frozen data folder does not hold.
     """
     steps = maturity_steps(scale) if steps is None else int(steps)
     def key(name: str) -> dict:
@@ -67,7 +107,7 @@ def _committed_or_run(kind: str, names: Sequence[str], scale: str | float, seed:
                       suffix: str, make, desc: str, progress: bool,
                       folder: str | Path | bool | None) -> xr.Dataset:
     """A study's results over ``names``: each network's committed summary of study ``kind`` where one matches
-    ``key(name)`` (:func:`_summary`), else its run cached in ``data`` (:func:`_study`), with ``source``, ``code``,
+    ``key(name)`` (``_summary``), else its run cached in ``data`` (``_study``), with ``source``, ``code``,
     ``code_current`` and ``date`` per workload saying which."""
     kept = {n: r for n in names if (r := _summary(kind, n, scale, seed, key(n), folder)) is not None}
     rest = [n for n in names if n not in kept]
@@ -103,9 +143,28 @@ STUDY_SOURCES = {"maturity": ("studies/training.py",), "adam": ("studies/trainin
 
 
 def study_key(name: str, study: str) -> dict:
-    """What network ``name``'s result of ``study`` (``"maturity"``, ``"adam"``, ``"caffe"``) depends on: the
-    code of its run and of the analysis (:func:`~buddylib.studies.experiments.analysis_code`), and the study's own
-    module; editing another workload changes none of it."""
+    """What network ``name``'s result of ``study`` depends on.
+
+    The code of its run and of the analysis (:func:`~buddylib.studies.experiments.analysis_code`), and the study's
+    own module; editing another workload changes none of it.
+
+    Parameters
+    ----------
+    name : str
+        A DL network.
+    study : {"maturity", "adam", "caffe"}
+        The study.
+
+    Returns
+    -------
+    dict
+        ``{"code": digest}``.
+
+    Raises
+    ------
+    ValueError
+        An unknown study or workload.
+    """
     if study not in STUDY_SOURCES:
         raise ValueError(f"study {study!r}: one of {', '.join(STUDY_SOURCES)}")
     own = f"+{code_version(*STUDY_SOURCES[study])}" if STUDY_SOURCES[study] else ""
@@ -113,7 +172,20 @@ def study_key(name: str, study: str) -> dict:
 
 
 def maturity_key(name: str, steps: int, snapshots: int = 9) -> dict:
-    """What ``name``'s maturity result depends on: its steps and snapshots, and :func:`study_key`."""
+    """What ``name``'s maturity result depends on: its steps and snapshots, and :func:`study_key`.
+
+    Parameters
+    ----------
+    name : str
+        A DL network.
+    steps, snapshots : int
+        The run's training steps and snapshots.
+
+    Returns
+    -------
+    dict
+        ``steps``, ``snapshots`` and ``code``.
+    """
     return {"steps": int(steps), "snapshots": int(snapshots), **study_key(name, "maturity")}
 
 
@@ -142,14 +214,29 @@ def _study(names: Sequence[str], data: Path, suffix: str, key: Callable[[str], d
 def paper_scale(names: Sequence[str] = PAPER_NETWORKS, seed: int = 0, data: str | Path = "data",
                 scale: str = "paper", progress: bool = True,
                 summary_folder: str | Path | bool | None = None) -> xr.Dataset:
-    """The CNNs as published (``scale="paper"``: widths, 224x224, the recipes' batches): final snapshot's
-    ratios per compressor and per tensor kind, the activations' share of the footprint, and the batch.
+    """The CNNs as published (``scale="paper"``: widths, 224x224, the recipes' batches).
 
-    A network whose run at ``scale`` is committed as sector histograms (:mod:`buddylib.studies.summaries`: the six at
-    paper scale, minutes and gigabytes each) is read from them, never run; ``summary_folder``: where (default
-    the committed ``data/summaries/dl``; ``False`` never reads them). The others are runs in ``data``. Per
-    workload, ``source`` says which ("summary" or "run"), ``code`` the digest of the workload code that made
-    it and ``code_current`` whether it is this checkout's.
+    A network whose run at ``scale`` is committed as sector histograms (:mod:`buddylib.studies.summaries`: the six
+    at paper scale, minutes and gigabytes each) is read from them, never run; the others are runs in ``data``.
+
+    Parameters
+    ----------
+    names : sequence of str
+        DL networks.
+    seed, data, scale
+        The runs' seed, their folder and scale.
+    progress : bool
+        A progress bar over the networks run.
+    summary_folder : str, pathlib.Path or bool, optional
+        Where the summaries are read (default the committed ``data/summaries/dl``; ``False`` never reads them).
+
+    Returns
+    -------
+    xarray.Dataset
+        Final snapshot's ratios per compressor and per tensor kind, the activations' share of the footprint
+        (``activation_share``) and, at paper scale, ``batch`` (NaN where older code made the run) and
+        ``recipe_batch``. Per workload, ``source`` says which ("summary" or "run"), ``code`` the digest of the
+        workload code that made it and ``code_current`` whether it is this checkout's.
     """
     from buddylib.studies import summaries
 
@@ -198,12 +285,26 @@ def _run_code(name: str, scale: str | float, seed: int, data: str | Path) -> str
 def optimizer(names: Sequence[str] = OPTIMIZER_NETWORKS, scale: str | float = "default", seed: int = 0,
               data: str | Path = "data", progress: bool = True,
               summary_folder: str | Path | bool | None = None) -> xr.Dataset:
-    """The same training with Adam instead of the recipe's optimizer (SGD with momentum, Adagrad;
-    :class:`~buddylib.workloads.dl.base.Adam`): the final snapshot's effective ratio per compressor (threshold
-    30%, targets over the run, as the headline) and the optimizer state's share of the footprint, dims
-    (workload, compressor). Cached as ``<name>-<scale>-s<seed>.adam.nc``, reused while the code is the same; a
-    network whose study is committed (:mod:`buddylib.studies.summaries`: at default scale, minutes each) is read
-    from it, as :func:`maturity` reads its own (``summary_folder``, ``source``, ``code``, ``code_current``)."""
+    """The same training with Adam instead of the recipe's optimizer (SGD with momentum, Adagrad).
+
+    Uses :class:`~buddylib.workloads.dl.base.Adam`. Cached as ``<name>-<scale>-s<seed>.adam.nc``, reused while
+    the code is the same; a network whose study is committed (:mod:`buddylib.studies.summaries`: at default scale,
+    minutes each) is read from it, as :func:`maturity` reads its own.
+
+    Parameters
+    ----------
+    names : sequence of str
+        DL networks.
+    scale, seed, data, progress, summary_folder
+        As for :func:`maturity`.
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims (workload, compressor): the final snapshot's effective ratio per compressor (threshold 30%, targets
+        over the run, as the headline) and the optimizer state's share of the footprint; ``source``, ``code``,
+        ``code_current`` as in :func:`maturity`.
+    """
     return _committed_or_run("adam", names, scale, seed, Path(data), lambda n: study_key(n, "adam"), ".adam.nc",
                              lambda name: adam_run(name, scale, seed), "optimizer study", progress, summary_folder)
 
@@ -211,11 +312,25 @@ def optimizer(names: Sequence[str] = OPTIMIZER_NETWORKS, scale: str | float = "d
 def framework_accounting(names: Sequence[str], scale: str | float = "default", seed: int = 0,
                          data: str | Path = "data", progress: bool = True,
                          summary_folder: str | Path | bool | None = None) -> xr.Dataset:
-    """A blob-based framework's memory (Caffe: every layer's data and diff blob for the whole iteration,
-    :mod:`buddylib.workloads.dl.caffe`) beside PyTorch's live set, for the same training step: footprint,
-    ideal and effective ratio (BPC-32, threshold 30%, targets over the points), dims (workload, accounting,
-    point). Cached as ``<name>-<scale>-s<seed>.caffe.nc``, reused while the code is the same; a network whose
-    study is committed is read from it, as in :func:`optimizer`."""
+    """A blob-based framework's memory beside PyTorch's live set, for the same training step.
+
+    Caffe: every layer's data and diff blob for the whole iteration (:mod:`buddylib.workloads.dl.caffe`). Cached
+    as ``<name>-<scale>-s<seed>.caffe.nc``, reused while the code is the same; a network whose study is committed
+    is read from it, as in :func:`optimizer`.
+
+    Parameters
+    ----------
+    names : sequence of str
+        DL networks.
+    scale, seed, data, progress, summary_folder
+        As for :func:`maturity`.
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims (workload, accounting, point): footprint, ideal and effective ratio (BPC-32, threshold 30%, targets over
+        the points).
+    """
     return _committed_or_run("caffe", names, scale, seed, Path(data), lambda n: study_key(n, "caffe"), ".caffe.nc",
                              lambda name: caffe_run(name, scale, seed), "framework accounting", progress,
                              summary_folder)
@@ -228,16 +343,34 @@ COMMON_MARK = _schedule.INTERVALS // 7
 def hpc_scales(names: Sequence[str] | None = None, scales: Sequence[str | float] = ("quick", 32, "default"),
                seed: int = 0, data_dir: str | Path | None = None, progress: bool = True,
                summary_folder: str | Path | None = None) -> xr.Dataset:
-    """HPC effective ratio (BPC-32, profile policy, threshold 30%: :data:`buddylib.paper.HEADLINE`) per workload and
-    scale: from the final snapshot, and averaged over the run's snapshots.
+    """HPC effective ratio per workload and scale: from the final snapshot, and averaged over the run's snapshots.
 
-    A scale whose runs are committed as sector histograms (:mod:`buddylib.studies.summaries`: 1 GiB, ``"large"``,
-    and 4 GiB, ``4096``, too slow to run for a notebook) is read from them as they are, never run: a
-    workload without a summary at that scale has NaN there. The other scales come from runs in
+    The headline configuration (BPC-32, profile policy, threshold 30%: :data:`buddylib.paper.HEADLINE`). A scale
+    whose runs are committed as sector histograms (:mod:`buddylib.studies.summaries`: 1 GiB, ``"large"``, and
+    4 GiB, ``4096``, too slow to run for a notebook) is read from them as they are, never run: a workload without a
+    summary at that scale has NaN there. The other scales come from runs in
     :func:`buddylib.studies.experiments.data_folder` of each scale (the committed quick fixtures at quick scale).
-    ``summary_folder``: where the summaries lie (default the committed ``data/summaries/hpc``; ``False``
-    never reads them). ``source`` says which each scale came from, and
-    ``code_current`` whether a summary was made by this checkout's code of its workload (runs always are).
+
+    Parameters
+    ----------
+    names : sequence of str, optional
+        HPC proxies (default every one).
+    scales : sequence of str or float
+        The scales.
+    seed, data_dir
+        The runs' seed and folder (:func:`~buddylib.studies.experiments.data_folder`).
+    progress : bool
+        A progress bar over the workloads run.
+    summary_folder : str, pathlib.Path or bool, optional
+        Where the summaries lie (default the committed ``data/summaries/hpc``; ``False`` never reads them).
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims (scale, workload): ``final``, ``run_mean``, ``footprint``; ``source`` says which each scale came from
+        ("summary" or "run"), ``code_current`` whether a summary was made by this checkout's code of its workload (runs
+        always are); ``steps`` and ``reach`` how far each run went (:func:`run_schedule`); ``ideal_at_mark`` a
+        scheduled proxy's ideal ratio at :data:`COMMON_MARK`.
     """
     from buddylib.studies import summaries
 
@@ -288,9 +421,28 @@ def hpc_scales(names: Sequence[str] | None = None, scales: Sequence[str | float]
 
 def run_schedule(name: str, scale: str | float, seed: int, summary_folder: str | Path | None,
                  data_dir: str | Path | None, last_step: int) -> dict:
-    """How far ``name``'s run at ``scale`` went: a scheduled proxy's recorded schedule (its summary's, or its
-    saved run's profile: :meth:`~buddylib.workloads.hpc._schedule.Scheduled.schedule`), else ``last_step``
-    iterations, the whole run."""
+    """How far ``name``'s run at ``scale`` went.
+
+    Parameters
+    ----------
+    name : str
+        An HPC proxy.
+    scale, seed
+        The run's scale and seed.
+    summary_folder : str or pathlib.Path, optional
+        Read the schedule from the summary in this folder, else from the saved run's profile in ``data_dir``
+        (:func:`~buddylib.studies.experiments.data_folder`).
+    data_dir : str or pathlib.Path, optional
+        The runs' folder.
+    last_step : int
+        The run's last step, for a proxy without a schedule.
+
+    Returns
+    -------
+    dict
+        A scheduled proxy's recorded schedule (its ``_schedule.Scheduled.schedule``), else
+        ``{"cycles": last_step, "reach": 1.0}``: the whole run.
+    """
     import json
 
     from buddylib.studies import summaries
@@ -304,9 +456,32 @@ def run_schedule(name: str, scale: str | float, seed: int, summary_folder: str |
 
 
 def attribution(ours: float, factors: dict[str, float], target: float, label: str = "this suite") -> pd.DataFrame:
-    """One headline number from ours (first row, ``label``: say the scale) to the paper's: a row per measured
-    factor (each from the same baseline, not compounded), its value, its change, and the share of the gap to
-    ``target`` it closes (the baseline row's is 0, the paper row's 1; no gap: NaN)."""
+    """One headline number from ours to the paper's, a row per measured factor.
+
+    Each factor is measured from the same baseline, not compounded.
+
+    Parameters
+    ----------
+    ours : float
+        This suite's number (the first row).
+    factors : dict of str to float
+        Each factor's value.
+    target : float
+        The paper's number (the last row, ``"paper"``).
+    label : str
+        The first row's name: say the scale.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``factor``: ``value``, ``change`` and the ``share of the gap`` to ``target`` it closes (the
+        baseline row's is 0, the paper row's 1; no gap: NaN).
+
+    Raises
+    ------
+    ValueError
+        A factor named ``label`` or ``"paper"``.
+    """
     if label in factors or "paper" in factors:
         raise ValueError(f"attribution: a factor named {label!r} or 'paper' would hide the baseline or the target")
     rows = [(label, ours), *factors.items(), ("paper", target)]
@@ -318,9 +493,35 @@ def attribution(ours: float, factors: dict[str, float], target: float, label: st
 
 
 def on_subset(per_network: pd.Series, subset: Sequence[str], value: float) -> float:
-    """A factor measured on some of the networks (``value``: their mean under it) as the mean over all of them:
-    its change on ``subset`` applied to the mean of ``per_network``. A mean over the subset set beside the mean
-    over all would count the networks left out as an effect of the factor."""
+    """A factor measured on some of the networks, as the mean over all of them.
+
+    Its change on ``subset`` applied to the mean of ``per_network``. A mean over the subset set beside the mean
+    over all would count the networks left out as an effect of the factor.
+
+    Parameters
+    ----------
+    per_network : pandas.Series
+        The baseline per network.
+    subset : sequence of str
+        The networks the factor was measured on.
+    value : float
+        Their mean under it.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        An empty ``subset``, or a network of it not in ``per_network``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> on_subset(pd.Series({"a": 1.0, "b": 3.0}), ["a"], 2.0)
+    3.0
+    """
     missing = [n for n in subset if n not in per_network.index]
     if missing or not len(subset):
         raise ValueError(f"on_subset: {missing or 'no networks'} not among {list(per_network.index)}")
@@ -328,8 +529,32 @@ def on_subset(per_network: pd.Series, subset: Sequence[str], value: float) -> fl
 
 
 def substituted(per_network: pd.Series, values: dict[str, float]) -> float:
-    """The mean over ``per_network`` with some networks' values replaced by measured ones (the others as they
-    are): a factor measured network by network on some of them."""
+    """The mean over ``per_network`` with some networks' values replaced by measured ones (the others as they are).
+
+    A factor measured network by network on some of them.
+
+    Parameters
+    ----------
+    per_network : pandas.Series
+        The baseline per network.
+    values : dict of str to float
+        The measured values.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        A network of ``values`` not in ``per_network``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> substituted(pd.Series({"a": 1.0, "b": 3.0}), {"a": 2.0})
+    2.5
+    """
     missing = [n for n in values if n not in per_network.index]
     if missing:
         raise ValueError(f"substituted: {missing} not among {list(per_network.index)}")
@@ -340,8 +565,23 @@ def substituted(per_network: pd.Series, values: dict[str, float]) -> float:
 
 def dtype_shares(names: Sequence[str], scale: str | float = "default", seed: int = 0,
                  data_dir: str | Path | None = None) -> pd.DataFrame:
-    """Share of each workload's final-snapshot bytes per dtype and kind ("float64 field"...): what kind of
-    state a workload holds, to tell which pull a mean ratio down (dense floating-point state compresses least)."""
+    """Share of each workload's final-snapshot bytes per dtype and kind ("float64 field"...).
+
+    What kind of state a workload holds, to tell which pull a mean ratio down (dense floating-point state compresses
+    least).
+
+    Parameters
+    ----------
+    names : sequence of str
+        Built-in workloads.
+    scale, seed, data_dir
+        The runs' scale, seed and folder (:func:`~buddylib.studies.experiments.data_folder`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per workload, a column per "dtype kind".
+    """
     from buddylib import snapshot
 
     rows = {}
@@ -366,11 +606,30 @@ INPUTS = {"ostencil": {"parboil": "random field (Parboil's input, the suite's)",
 
 def input_sensitivity(name: str, scale: str | float = "quick", seed: int = 0,
                       data_dir: str | Path | None = None) -> pd.DataFrame:
-    """``name``'s ratio under each of its inputs (:data:`INPUTS`) at ``scale``: how much the proxy's number
-    rests on an input SPEC does not publish. One row per input: the effective (headline configuration) and
-    ideal ratio of the final snapshot, the mean effective ratio over the run, and the footprint. The suite's own
-    input is the suite's run, read where the runs are cached (:func:`~buddylib.studies.experiments.data_folder`
-    of ``data_dir``: a report has made it already); the others are run here."""
+    """``name``'s ratio under each of its inputs (:data:`INPUTS`) at ``scale``.
+
+    How much the proxy's number rests on an input SPEC does not publish. The suite's own input is the suite's run,
+    read where the runs are cached (:func:`~buddylib.studies.experiments.data_folder` of ``data_dir``: a report has
+    made it already); the others are run here.
+
+    Parameters
+    ----------
+    name : str
+        A proxy of :data:`INPUTS`.
+    scale, seed, data_dir
+        The runs' scale, seed and folder.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per input: the effective (headline configuration) and ideal ratio of the final snapshot, the mean
+        effective ratio over the run, and the footprint.
+
+    Raises
+    ------
+    ValueError
+        ``name`` has no alternative inputs.
+    """
     from buddylib import analysis, snapshot
 
     if name not in INPUTS:
@@ -395,12 +654,23 @@ def input_sensitivity(name: str, scale: str | float = "quick", seed: int = 0,
 
 
 def md_neighbours(cells: Sequence[int] = (6, 8, 11, 15, 24)) -> pd.DataFrame:
-    """Why md's neighbour list compresses less as the system grows: for FCC lattices of ``cells``^3 unit cells
-    (md's start), the neighbour list as first built (atoms in miniMD's creation order) and after the first
-    rebuild (atoms sorted by cell, miniMD's ``Atom::sort``): its ideal BPC-32 ratio, and the spread of the ids
-    one 128-byte entry holds (median over entries of log2 of the largest minus the smallest id). A row of a
-    full list holds the atoms of 27 cells in three planes of cells, so its ids spread over about two planes of
-    atoms, a number that grows as N^(2/3): each doubling of it costs a bit plane in every entry."""
+    """Why md's neighbour list compresses less as the system grows.
+
+    A row of a full list holds the atoms of 27 cells in three planes of cells, so its ids spread over about two
+    planes of atoms, a number that grows as N^(2/3): each doubling of it costs a bit plane in every entry.
+
+    Parameters
+    ----------
+    cells : sequence of int
+        FCC lattices of ``cells**3`` unit cells (md's start).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Per lattice, the neighbour list as first built (atoms in miniMD's creation order) and after the first
+        rebuild (atoms sorted by cell, miniMD's ``Atom::sort``): its ideal BPC-32 ratio, and the spread of the ids
+        one 128-byte entry holds (median over entries of log2 of the largest minus the smallest id).
+    """
     from buddylib.compressors import sectors
     from buddylib.workloads.hpc.md import MD
 
@@ -425,13 +695,30 @@ def md_neighbours(cells: Sequence[int] = (6, 8, 11, 15, 24)) -> pd.DataFrame:
 
 def allocation_targets(name: str, scales: Sequence[str | float], seed: int = 0, data_dir: str | Path | None = None,
                        summary_folder: str | Path | None = None) -> pd.DataFrame:
-    """Which of ``name``'s allocations move its ratio with size: per allocation and scale, the target the
-    headline configuration chose (BPC-32, profile policy, threshold 30%: over every snapshot of the run), the
-    share of entries the next more aggressive target would overflow in the snapshot worst for it (above the
-    threshold, or the chosen target would be that one), the allocation's ideal ratio in its first and final
-    snapshot, and its share of the footprint. A scale with a
-    committed summary (:mod:`buddylib.studies.summaries`) is read from it, the others from runs (as
-    :func:`hpc_scales` does)."""
+    """Which of ``name``'s allocations move its ratio with size.
+
+    A scale with a committed summary (:mod:`buddylib.studies.summaries`) is read from it, the others from runs (as
+    :func:`hpc_scales` does).
+
+    Parameters
+    ----------
+    name : str
+        An HPC proxy.
+    scales : sequence of str or float
+        The scales compared.
+    seed, data_dir
+        The runs' seed and folder.
+    summary_folder : str or pathlib.Path, optional
+        Where the summaries lie (default the committed ``data/summaries/hpc``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Per allocation and scale: the target the headline configuration chose (BPC-32, profile policy, threshold 30%:
+        over every snapshot of the run), the share of entries the next more aggressive target would overflow in the
+        snapshot worst for it (above the threshold, or the chosen target would be that one), the allocation's ideal
+        ratio in its first and final snapshot, and its share of the footprint.
+    """
     from buddylib import analysis, snapshot
     from buddylib.studies import summaries
 
@@ -471,10 +758,32 @@ SUMMARY_SCALES = granularity_measure.SUMMARY_SCALES
 
 def scale_headline(suite: str, scale: str | float, names: Sequence[str] | None = None, seed: int = 0,
                    threshold: float = 0.3, progress: bool = False) -> dict[str, object]:
-    """The headline at a committed summary's scale, computed here from the summaries (the capacity from their
-    histograms, the slowdown from their accesses, :func:`buddylib.studies.summaries.sensitivity`): the suite's
-    mean ideal and effective ratios, and the geometric-mean slowdown at the paper's GPU and link without and with
-    bandwidth credit (NaN where no summary keeps its accesses); ``timed`` says how many did."""
+    """The headline at a committed summary's scale, computed here from the summaries.
+
+    The capacity from their histograms, the slowdown from their accesses
+    (:func:`buddylib.studies.summaries.sensitivity`).
+
+    Parameters
+    ----------
+    suite : {"hpc", "dl"}
+        The suite.
+    scale : str or float
+        A committed summaries' scale (:data:`SUMMARY_SCALES`).
+    names : sequence of str, optional
+        The workloads (default every HPC proxy, or :data:`PAPER_NETWORKS`); those without a summary are left out.
+    seed, threshold
+        The summaries' seed, the buddy threshold.
+    progress : bool
+        A progress bar over the timing model.
+
+    Returns
+    -------
+    dict
+        The suite's mean ideal and effective ratios (and geometric mean), and the geometric-mean slowdown at the
+        paper's GPU and link without and with bandwidth credit (NaN where no summary keeps its accesses); ``timed``
+        says how many did; ``size`` as a reader says it (:func:`buddylib.studies.summaries.size_label`). Empty where
+        no summary is committed.
+    """
     from buddylib import paper
     from buddylib.studies import summaries
 
@@ -487,7 +796,7 @@ def scale_headline(suite: str, scale: str | float, names: Sequence[str] | None =
                                                          compressors=[paper.HEADLINE["compressor"]]))
     eff = paper.headline(ratios.effective_ratio, threshold=threshold)
     slow = summaries.sensitivity(names, scale, seed, threshold=threshold, progress=progress)
-    row: dict[str, object] = {"suite": suite, "size": summaries.scale_name(scale), "workloads": len(names),
+    row: dict[str, object] = {"suite": suite, "size": summaries.size_label(scale), "workloads": len(names),
                               "ideal": float(paper.headline(ratios.ideal_ratio_total).mean()),
                               "effective": float(eff.mean()), "effective_geomean": float(
                                   experiments.geometric_mean(eff)), "timed": 0,

@@ -115,27 +115,125 @@ SIDE_PART_BYTES = 900_000
 
 
 def scale_name(scale: str | float) -> str:
-    """The scale as file names spell it: a named scale, or a footprint in MiB without a trailing ``.0``."""
+    """The scale as file names spell it: a named scale, or a footprint in MiB without a trailing ``.0``.
+
+    Parameters
+    ----------
+    scale : str or float
+        A named scale (``SCALES``) or a footprint in MiB.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        Neither a named scale nor a positive number.
+
+    Examples
+    --------
+    >>> scale_name("large"), scale_name(4096.0), scale_name("512")
+    ('large', '4096', '512')
+    """
     workloads.footprint_bytes(scale)  # a valid scale
     if isinstance(scale, str) and scale in workloads.SCALES:
         return scale
     return f"{float(scale):g}"
 
 
+def size_label(scale: str | float) -> str:
+    """A committed summary's scale as a reader says it: its footprint, or ``paper`` (the networks as published,
+    each at its own size). What the index's and the site's headline tables print.
+
+    Parameters
+    ----------
+    scale : str or float
+        A named scale or a footprint in MiB, as :func:`scale_name` takes it.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> size_label("large"), size_label("4096"), size_label(32), size_label("paper")
+    ('1 GiB', '4 GiB', '32 MiB', 'paper')
+    """
+    name = scale_name(scale)
+    if name == DL_SCALE:
+        return name
+    return regions.label(workloads.footprint_bytes(name if name in workloads.SCALES else float(name)))
+
+
 def suite_folder(name: str) -> Path:
-    """Where ``name``'s summaries are committed: :data:`FOLDER` for an HPC proxy, else :data:`DL_FOLDER`."""
+    """Where ``name``'s summaries are committed: :data:`FOLDER` for an HPC proxy, else :data:`DL_FOLDER`.
+
+    Parameters
+    ----------
+    name : str
+        A built-in workload.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    ValueError
+        An unknown workload.
+    """
     return FOLDER if workloads.get(name).suite == "hpc" else DL_FOLDER
 
 
 def compressors_for(name: str) -> tuple[str, ...]:
-    """The compressors ``name``'s summaries record: every one for an HPC proxy, :data:`DL_COMPRESSORS` else."""
+    """The compressors ``name``'s summaries record: every one for an HPC proxy, :data:`DL_COMPRESSORS` else.
+
+    Parameters
+    ----------
+    name : str
+        A built-in workload.
+
+    Returns
+    -------
+    tuple of str
+
+    Raises
+    ------
+    ValueError
+        An unknown workload.
+    """
     return COMPRESSORS if workloads.get(name).suite == "hpc" else DL_COMPRESSORS
 
 
 def path(name: str, scale: str | float, seed: int = SEED, folder: str | Path | None = None,
          study: str = "run") -> Path:
-    """Where the summary of ``name``'s run (``study="run"``) or study (``"maturity"``, ``"adam"``, ``"caffe"``)
-    at ``scale`` lies: in ``folder``, default the committed one of its suite (:func:`suite_folder`)."""
+    """Where the summary of ``name``'s run or study at ``scale`` lies.
+
+    Parameters
+    ----------
+    name : str
+        A built-in workload.
+    scale : str or float
+        Its scale (:func:`scale_name`).
+    seed : int
+        Its seed.
+    folder : str or pathlib.Path, optional
+        The folder; default the committed one of its suite (:func:`suite_folder`).
+    study : str
+        ``"run"`` (the run's histograms) or a study (``"maturity"``, ``"adam"``, ``"caffe"``): a key of
+        :data:`STUDIES`.
+
+    Returns
+    -------
+    pathlib.Path
+        ``<folder>/<name>-<scale>-s<seed>`` and the study's ending; the file need not exist.
+
+    Raises
+    ------
+    ValueError
+        An unknown study, workload (without ``folder``) or scale.
+    """
     if study not in STUDIES:
         raise ValueError(f"study {study!r}: one of {', '.join(STUDIES)}")
     folder = suite_folder(name) if folder is None else Path(folder)
@@ -153,7 +251,21 @@ STUDIES = {"run": ".json", "maturity": ".maturity.json", "adam": ".adam.json", "
 
 
 def summarize_run(run: workloads.Run) -> dict[str, Any]:
-    """A finished run's summary (without the machine and memory: :func:`make` adds them)."""
+    """A finished run's summary (without the machine and memory: :func:`make` adds them).
+
+    Parameters
+    ----------
+    run : Run
+        A finished run of a built-in workload.
+
+    Returns
+    -------
+    dict
+        JSON-ready: format, workload, scale, seed, footprint, byte digest, code digest, compressors (those of
+        :func:`compressors_for` every allocation holds), per snapshot and allocation the sector histograms, the access
+        profile, the first compressor's per-region histograms (:func:`encode_regions`) and accesses
+        (:func:`encode_accesses`), the run's seconds and, where the workload has one, its schedule.
+    """
     compressors = [c for c in compressors_for(run.workload.name)
                    if all(c in a.sectors for s in run.snapshots for a in s.allocations)]
     return {
@@ -174,9 +286,23 @@ def summarize_run(run: workloads.Run) -> dict[str, Any]:
 
 
 def encode_regions(sectors: Sequence[Sequence[np.ndarray]], compressor: str) -> dict[str, Any]:
-    """Per snapshot and allocation (in order), the entries taking 0..3 sectors in each 4 KiB region (4 takes
-    the rest), uint8, bin-major per allocation, zstd-19: small, and the same bytes for the same run (base64 in
-    memory; :func:`write` puts the bytes in a file beside the summary)."""
+    """Per snapshot and allocation (in order), the entries taking 0..3 sectors in each 4 KiB region.
+
+    4 sectors takes the rest; uint8, bin-major per allocation, zstd-19: small, and the same bytes for the same run
+    (base64 in memory; :func:`write` puts the bytes in a file beside the summary).
+
+    Parameters
+    ----------
+    sectors : sequence of sequence of numpy.ndarray
+        Per snapshot and allocation, the sectors each entry takes.
+    compressor : str
+        The compressor they are of (recorded).
+
+    Returns
+    -------
+    dict
+        ``compressor``, ``region_bytes`` (:data:`REGION_BYTES`), ``encoding`` and ``data`` (base64).
+    """
     parts = [regions.histograms(x, REGION_BYTES)[:, :4].T.astype(np.uint8).reshape(-1)
              for snap in sectors for x in snap]
     raw = np.concatenate(parts).tobytes() if parts else b""
@@ -186,17 +312,44 @@ def encode_regions(sectors: Sequence[Sequence[np.ndarray]], compressor: str) -> 
 
 
 def encode_accesses(run: workloads.Run, compressor: str) -> dict[str, Any]:
-    """What the timing model replays of the run's iteration (:meth:`buddylib.timing.accesses.Accesses.encode`),
-    its arrays base64 in memory (:func:`write` puts the bytes in a file beside the summary)."""
+    """What the timing model replays of the run's iteration (:meth:`buddylib.timing.accesses.Accesses.encode`).
+
+    Parameters
+    ----------
+    run : Run
+        A finished run.
+    compressor : str
+        The compressor whose sectors the accesses count.
+
+    Returns
+    -------
+    dict
+        The encoded block, its arrays base64 in ``data`` (:func:`write` puts the bytes in a file beside the summary).
+    """
     ws = Workset(run.workload.name, run.snapshots, run.profile, run.index_arrays, compressor)
     block, blob = accesses.Accesses.from_workset(ws).encode()
     return block | {"data": base64.b64encode(blob).decode()}
 
 
 def replay(summary: dict[str, Any]) -> accesses.Accesses:
-    """What the timing model replays (:func:`buddylib.timing.sweep`, :func:`~buddylib.timing.um_slowdown`) of the
-    run a summary describes, with the targets its histograms choose; ``ValueError`` where it keeps none (made
-    before they were kept: capacity only)."""
+    """What the timing model replays of the run a summary describes, with the targets its histograms choose.
+
+    For :func:`buddylib.timing.sweep` and :func:`~buddylib.timing.um_slowdown`.
+
+    Parameters
+    ----------
+    summary : dict
+        A run's summary (:func:`load`).
+
+    Returns
+    -------
+    Accesses
+
+    Raises
+    ------
+    ValueError
+        The summary keeps no accesses (made before they were kept: capacity only), or no per-region histograms.
+    """
     block = summary.get("accesses")
     if block is None or "data" not in block:
         raise ValueError(f"{summary['workload']} at {summary['scale']}: the summary keeps no accesses (capacity "
@@ -211,9 +364,27 @@ def replay(summary: dict[str, Any]) -> accesses.Accesses:
 
 def sensitivity(names: Sequence[str], scale: str | float, seed: int = SEED, folder: str | Path | None = None,
                 threshold: float = layout.DEFAULT_THRESHOLD, progress: bool = False) -> xr.Dataset | None:
-    """:func:`buddylib.studies.analyses.slowdowns` of the runs the committed summaries of ``names`` at ``scale``
-    describe, from their accesses (:func:`replay`): the same sweep and Unified-Memory comparison, with ``source``
-    ("summary"), ``code``, ``code_current`` and ``date`` per workload; None where no summary keeps its accesses."""
+    """:func:`buddylib.studies.analyses.slowdowns` of the runs the committed summaries describe, from their accesses.
+
+    The same sweep and Unified-Memory comparison, computed from :func:`replay` and cached in :data:`SWEEPS`.
+
+    Parameters
+    ----------
+    names : sequence of str
+        Built-in workloads; those whose summary keeps no accesses are left out.
+    scale, seed, folder
+        The summaries' scale and seed, their folder (default: each one's suite's).
+    threshold : float
+        The buddy threshold whose last-snapshot effective ratio sets Unified Memory's oversubscription.
+    progress : bool
+        A progress bar over the summaries.
+
+    Returns
+    -------
+    xarray.Dataset or None
+        With ``source`` ("summary"), ``code``, ``code_current`` and ``date`` per workload; None where no summary keeps
+        its accesses.
+    """
     from tqdm import tqdm
 
     from buddylib.studies import analyses
@@ -244,8 +415,26 @@ def sensitivity(names: Sequence[str], scale: str | float, seed: int = SEED, fold
 
 
 def region_counts(summary: dict[str, Any], region: int | str) -> dict[str, np.ndarray]:
-    """A summary's histograms per ``region`` (a multiple of 4 KiB): ``{name: [snapshot, region, 1, 5]}`` of its
-    regions' compressor; ``ValueError`` where it kept none (made before they were) or they do not decode."""
+    """A summary's histograms per ``region`` of its regions' compressor.
+
+    Parameters
+    ----------
+    summary : dict
+        A run's summary with its region histograms read (:func:`load`, or :func:`summarize_run`'s).
+    region : int or str
+        A multiple of 4 KiB (:func:`buddylib.regions.region_bytes`).
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``{name: [snapshot, region, 1, 5]}``: per allocation, the entries taking 0..4 sectors in each region.
+
+    Raises
+    ------
+    ValueError
+        It kept none (made before they were), ``region`` is not a multiple of the kept regions, or they do not decode
+        or do not match the allocations.
+    """
     size = regions.region_bytes(region)
     where = f"{summary['workload']} at {summary['scale']}"
     block = summary.get("regions")
@@ -284,9 +473,24 @@ def region_counts(summary: dict[str, Any], region: int | str) -> dict[str, np.nd
 
 
 def make(name: str, scale: str | float, seed: int = SEED) -> dict[str, Any]:
-    """Run ``name`` at ``scale`` here and return its summary, with the date, the machine and this process's
-    peak memory (run it in a fresh process, as :func:`~buddylib.studies.remake.generate` does, for that to be the run's
-    own)."""
+    """Run ``name`` at ``scale`` here and return its summary, with the date, the machine and this process's peak memory.
+
+    Run it in a fresh process, as :func:`~buddylib.studies.remake.generate` does, for that to be the run's own.
+
+    Parameters
+    ----------
+    name : str
+        A built-in workload.
+    scale : str or float
+        Its scale.
+    seed : int
+        Its seed.
+
+    Returns
+    -------
+    dict
+        :func:`summarize_run`'s, with the code digest of the code that ran and :func:`made_here`'s.
+    """
     w = workloads.get(name)
     code = w.code()  # of the code that runs, should a file change meanwhile
     run = w.run(scale, seed=seed, compressors=compressors_for(name), progress=True)
@@ -313,7 +517,17 @@ def _plain(x: Any) -> Any:
 
 
 def result(summary: dict[str, Any]) -> xr.Dataset:
-    """A study summary's result as the Dataset the study returned (:func:`~buddylib.studies.remake.make_study`)."""
+    """A study summary's result as the Dataset the study returned (:func:`~buddylib.studies.remake.make_study`).
+
+    Parameters
+    ----------
+    summary : dict
+        A study summary (:func:`load`).
+
+    Returns
+    -------
+    xarray.Dataset
+    """
     ds = xr.Dataset.from_dict(summary["result"])
     for v in ds.variables.values():  # JSON has no float32 or int32: back to the study's own dtypes
         if v.dtype == object:
@@ -322,8 +536,23 @@ def result(summary: dict[str, Any]) -> xr.Dataset:
 
 
 def write(summary: dict[str, Any], folder: str | Path | None = None) -> Path:
-    """Save ``summary`` as JSON in ``folder`` (default its suite's, :func:`suite_folder`): one line per allocation
-    (a study's result: per variable), so a diff shows what changed."""
+    """Save ``summary`` as JSON: one line per allocation (a study's result: per variable), so a diff shows what changed.
+
+    Its per-region histograms and accesses go in files beside it (``NAME.regions.zst``, ``NAME.accesses.zst``, in
+    parts of at most :data:`SIDE_PART_BYTES`), the JSON naming them with their SHA-256.
+
+    Parameters
+    ----------
+    summary : dict
+        A run's summary (:func:`make`) or a study's.
+    folder : str or pathlib.Path, optional
+        Where; default its suite's (:func:`suite_folder`).
+
+    Returns
+    -------
+    pathlib.Path
+        The file written (:func:`path`).
+    """
     target = path(summary["workload"], summary["scale"], summary["seed"], folder, summary.get("study", "run"))
     target.parent.mkdir(parents=True, exist_ok=True)
     summary = _beside(_beside(summary, target, "regions", REGIONS_SUFFIX), target, "accesses", ACCESSES_SUFFIX)
@@ -386,7 +615,24 @@ def _beside(summary: dict[str, Any], target: Path, key: str, suffix: str) -> dic
 
 
 def load(file: str | Path) -> dict[str, Any]:
-    """A summary :func:`write` wrote; ``ValueError`` naming the file where it is not one or contradicts itself."""
+    """A summary :func:`write` wrote, with the files beside it read back and checked.
+
+    Parameters
+    ----------
+    file : str or pathlib.Path
+        The summary's JSON file.
+
+    Returns
+    -------
+    dict
+        The summary; the blocks of per-region histograms and accesses hold their data (base64).
+
+    Raises
+    ------
+    ValueError
+        Naming the file: not JSON, not a summary, or one that contradicts itself (histograms that do not count an
+        allocation's entries, per-region histograms that do not add up, a file beside it missing or changed).
+    """
     file = Path(file)
     try:
         s = json.loads(file.read_text())
@@ -449,18 +695,52 @@ def _read_beside(file: Path, block: dict[str, Any], what: str = "per-region hist
 
 def available(scale: str | float, names: Sequence[str] | None = None, seed: int = SEED,
               folder: str | Path | None = None, study: str = "run") -> bool:
-    """Whether ``folder`` (default each one's suite's) holds a summary of every one of ``names`` (every HPC
-    proxy) at ``scale``."""
+    """Whether ``folder`` holds a summary of every one of ``names`` at ``scale``.
+
+    Parameters
+    ----------
+    scale : str or float
+        The scale.
+    names : sequence of str, optional
+        Built-in workloads (default every HPC proxy).
+    seed, folder, study
+        As for :func:`path` (``folder`` default: each one's suite's).
+
+    Returns
+    -------
+    bool
+        False also for no names.
+    """
     names = list(names) if names is not None else workloads.names("hpc")
     return bool(names) and all(path(n, scale, seed, folder, study).is_file() for n in names)
 
 
 def study(name: str, scale: str | float, seed: int = SEED, folder: str | Path | None = None,
           kind: str = "maturity", current: str | None = None) -> xr.Dataset | None:
-    """The committed result of a study of ``name`` (:func:`~buddylib.studies.remake.make_study`), or None where none is
-    committed:
-    the Dataset the study returned, with ``source`` ("summary"), ``code`` and ``date`` (per workload) saying
-    what made it, and ``code_current``: whether that code is ``current`` (this checkout's digest of it)."""
+    """The committed result of a study of ``name`` (:func:`~buddylib.studies.remake.make_study`).
+
+    Parameters
+    ----------
+    name : str
+        A built-in workload.
+    scale, seed, folder
+        As for :func:`path`.
+    kind : str
+        The study: ``"maturity"``, ``"adam"`` or ``"caffe"``.
+    current : str, optional
+        This checkout's digest of the study's code.
+
+    Returns
+    -------
+    xarray.Dataset or None
+        The Dataset the study returned, with ``source`` ("summary"), ``code`` and ``date`` (per workload) saying what
+        made it, and ``code_current``: whether that code is ``current``; None where none is committed.
+
+    Raises
+    ------
+    ValueError
+        The file is not a summary (:func:`load`), or not of this study of ``name``.
+    """
     f = path(name, scale, seed, folder, kind)
     if not f.is_file():
         return None
@@ -474,8 +754,20 @@ def study(name: str, scale: str | float, seed: int = SEED, folder: str | Path | 
 
 
 def histograms(summary: dict[str, Any]) -> tuple[xr.DataArray, list[Snapshot]]:
-    """A summary's sector histograms ``(snapshot, allocation, compressor, sectors)`` and its snapshots
-    (allocations with name, kind, dtype, shape and bytes, no data): what :func:`analyze` reads."""
+    """A summary's sector histograms and its snapshots: what :func:`analyze` reads.
+
+    Parameters
+    ----------
+    summary : dict
+        A run's summary.
+
+    Returns
+    -------
+    counts : xarray.DataArray
+        ``sector_count`` with dims ``(snapshot, allocation, compressor, sectors)``.
+    snapshots : list of Snapshot
+        Allocations with name, kind, dtype, shape and bytes, no data.
+    """
     comps = list(summary["compressors"])
     names = list(dict.fromkeys(a["name"] for s in summary["snapshots"] for a in s["allocations"]))
     col = {n: i for i, n in enumerate(names)}
@@ -498,8 +790,28 @@ def analyze(summary: dict[str, Any], compressors: Sequence[str] = DEFAULT_COMPRE
             thresholds: Sequence[float] | float = layout.DEFAULT_THRESHOLD, policy: str = "profile",
             targets: Sequence[float] = layout.TARGETS, region: int | str | None = None,
             rule: str = "budget") -> xr.Dataset:
-    """:func:`buddylib.analysis.analyze` of the run a summary describes (the same numbers to the bit); with
-    ``region``, of its regions' compressor only (:func:`region_counts`)."""
+    """:func:`buddylib.analysis.analyze` of the run a summary describes (the same numbers to the bit).
+
+    Parameters
+    ----------
+    summary : dict
+        A run's summary.
+    compressors, thresholds, policy, targets, rule
+        As for :func:`buddylib.analysis.analyze`.
+    region : int or str, optional
+        Targets per region of this size, of its regions' compressor only (:func:`region_counts`).
+
+    Returns
+    -------
+    xarray.Dataset
+        As :func:`buddylib.analysis.analyze`'s.
+
+    Raises
+    ------
+    ValueError
+        A compressor the summary holds no histograms of; with ``region``, compressors other than its regions' one, or
+        what :func:`region_counts` rejects.
+    """
     counts, snaps = histograms(summary)
     missing = [c for c in compressors if c not in counts.compressor.values]
     if missing:
@@ -518,9 +830,33 @@ def analyze(summary: dict[str, Any], compressors: Sequence[str] = DEFAULT_COMPRE
 def workload_ratios(names: Sequence[str] | None = None, scale: str | float = "large", seed: int = SEED,
                     folder: str | Path | None = None, thresholds: Sequence[float] | None = None,
                     compressors: Sequence[str] = DEFAULT_COMPRESSORS, policy: str = "profile") -> xr.Dataset:
-    """:func:`buddylib.studies.experiments.workload_ratios` from the committed summaries (same variables and dims);
-    ``seconds`` is the run's own wall time, and ``code`` (per workload) the code digest that made it,
-    ``code_current`` whether this checkout's code of the workload is still that."""
+    """:func:`buddylib.studies.analyses.workload_ratios` from the committed summaries (same variables and dims).
+
+    ``seconds`` is the run's own wall time, ``code`` (per workload) the code digest that made it, ``code_current``
+    whether this checkout's code of the workload is still that; ``date`` and ``source`` ("summary") besides.
+
+    Parameters
+    ----------
+    names : sequence of str, optional
+        Built-in workloads (default every HPC proxy).
+    scale, seed, folder
+        As for :func:`path`.
+    thresholds : sequence of float, optional
+        Default ``THRESHOLDS``.
+    compressors, policy
+        As for :func:`buddylib.analysis.analyze`.
+
+    Returns
+    -------
+    xarray.Dataset
+
+    Raises
+    ------
+    ValueError
+        A summary that is not one (:func:`load`) or not of the workload, scale and seed asked for.
+    FileNotFoundError
+        A summary missing.
+    """
     from buddylib.studies import analyses
 
     names = list(names) if names is not None else workloads.names("hpc")
@@ -540,9 +876,18 @@ def workload_ratios(names: Sequence[str] | None = None, scale: str | float = "la
 
 
 def note(ds: xr.Dataset) -> str:
-    """A sentence naming the workloads of ``ds`` (a result with ``source``, ``code``, ``code_current`` and
-    ``date`` per workload) whose numbers were read from committed summaries, and the code and date that made
-    them; empty where every one was run."""
+    """A sentence naming the workloads of ``ds`` whose numbers were read from committed summaries.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A result with ``source``, ``code``, ``code_current`` and ``date`` per workload.
+
+    Returns
+    -------
+    str
+        Those workloads with the code and date that made them; empty where every one was run.
+    """
     if "source" not in ds:
         return ""
     read = [str(w) for w in ds.workload.values if str(ds.source.sel(workload=w).item()) == "summary"]
@@ -578,9 +923,21 @@ def _layout(summary: dict[str, Any]) -> list[list]:
 
 
 def compare(kept: dict[str, Any], fresh: dict[str, Any]) -> dict[str, Any]:
-    """One row of :func:`~buddylib.studies.remake.check`: whether two summaries of one run agree bit for bit (byte
-    digest,
-    allocations, histograms of every compressor both hold), and where they first differ."""
+    """One row of :func:`~buddylib.studies.remake.check`: whether two summaries of one run agree bit for bit.
+
+    Byte digest, allocations, histograms of every compressor both hold, per-region histograms and accesses.
+
+    Parameters
+    ----------
+    kept, fresh : dict
+        The committed summary and the one remade.
+
+    Returns
+    -------
+    dict
+        ``workload``, ``scale``, ``digest_equal``, ``histograms_equal``, ``code_equal``, ``seconds``, ``peak_rss_gib``,
+        ``first_difference`` (where they first differ) and ``ok``.
+    """
     same_layout = _layout(kept) == _layout(fresh)
     first = ""
     comps = [c for c in kept["compressors"] if c in fresh["compressors"]]
@@ -605,11 +962,25 @@ def compare(kept: dict[str, Any], fresh: dict[str, Any]) -> dict[str, Any]:
 
 
 def compare_close(kept: dict[str, Any], fresh: dict[str, Any], tolerance: float = DL_TOLERANCE) -> dict[str, Any]:
-    """One row of :func:`~buddylib.studies.remake.check` for a DL summary, whose bytes depend on the CPU (torch's
-    kernels): the same
-    allocations and steps, and every ratio the readers take from it (effective ratio per snapshot, compressor
-    and threshold, ideal ratio per snapshot and compressor) within ``tolerance`` (relative) of the kept one.
-    :func:`~buddylib.studies.summaries.compare`'s columns say whether it is bit for bit the same besides."""
+    """One row of :func:`~buddylib.studies.remake.check` for a DL summary, its bytes CPU-dependent (torch's kernels).
+
+    The same allocations and steps, and every ratio the readers take from it (effective ratio per snapshot,
+    compressor and threshold, ideal ratio per snapshot and compressor; the slowdown, where both keep accesses and
+    regions) within ``tolerance`` (relative) of the kept one. :func:`~buddylib.studies.summaries.compare`'s columns
+    say whether it is bit for bit the same besides.
+
+    Parameters
+    ----------
+    kept, fresh : dict
+        The committed summary and the one remade.
+    tolerance : float
+        The largest relative change accepted.
+
+    Returns
+    -------
+    dict
+        :func:`compare`'s row with ``tolerance`` and ``max_rel_change``, ``ok`` by the tolerance.
+    """
     from buddylib.studies import experiments
 
     row = compare(kept, fresh) | {"tolerance": tolerance}
@@ -626,9 +997,23 @@ def compare_close(kept: dict[str, Any], fresh: dict[str, Any], tolerance: float 
 
 
 def compare_study(kept: dict[str, Any], fresh: dict[str, Any], tolerance: float = STUDY_TOLERANCE) -> dict[str, Any]:
-    """One row of :func:`~buddylib.studies.remake.check` for a study summary: the same dims, coordinates and missing
-    values, and every
-    number of its result within ``tolerance`` (relative) of the kept one."""
+    """One row of :func:`~buddylib.studies.remake.check` for a study summary.
+
+    The same dims, coordinates and missing values, and every number of its result within ``tolerance`` (relative)
+    of the kept one.
+
+    Parameters
+    ----------
+    kept, fresh : dict
+        The committed study summary and the one remade.
+    tolerance : float
+        The largest relative change accepted.
+
+    Returns
+    -------
+    dict
+        :func:`compare`'s columns (never bit for bit), ``study``, ``tolerance`` and ``max_rel_change``.
+    """
     a, b = result(kept), result(fresh)
     same = dict(a.sizes) == dict(b.sizes) and set(a.data_vars) == set(b.data_vars) and \
         all(a[c].equals(b[c]) for c in a.coords) and all(a[v].isnull().equals(b[v].isnull()) for v in a.data_vars)
@@ -645,7 +1030,23 @@ def compare_study(kept: dict[str, Any], fresh: dict[str, Any], tolerance: float 
 
 
 def max_rel_change(a: xr.DataArray, b: xr.DataArray) -> float:
-    """The largest ``|b / a - 1|`` where ``a`` is finite and not 0 (0 where nothing compares)."""
+    """The largest ``|b / a - 1|`` where ``a`` is finite and not 0 (0 where nothing compares).
+
+    Parameters
+    ----------
+    a, b : xarray.DataArray
+        The kept numbers and the new ones.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> max_rel_change(xr.DataArray([2.0, 0.0, 4.0]), xr.DataArray([2.0, 1.0, 5.0]))
+    0.25
+    """
     a, b = a.astype(float), b.astype(float)
     rel = np.abs(b / a - 1).where(np.isfinite(a) & (a != 0))
     return float(rel.max(skipna=True).fillna(0))
@@ -653,8 +1054,31 @@ def max_rel_change(a: xr.DataArray, b: xr.DataArray) -> float:
 
 def committed(names: Sequence[str] | None = None, scales: Sequence[str | float] | None = None, seed: int = SEED,
               folder: str | Path | None = None, studies: Sequence[str] = tuple(STUDIES)) -> list[dict[str, Any]]:
-    """The summaries in ``folder`` (default the committed ones of every suite), or those of ``names`` /
-    ``scales`` / ``studies``."""
+    """The summaries in ``folder``, or those of ``names`` / ``scales`` / ``studies``.
+
+    Parameters
+    ----------
+    names : sequence of str, optional
+        Only these workloads.
+    scales : sequence of str or float, optional
+        Only these scales.
+    seed : int
+        The seed.
+    folder : str or pathlib.Path, optional
+        Default the committed ones of every suite.
+    studies : sequence of str
+        Only these kinds (keys of :data:`STUDIES`).
+
+    Returns
+    -------
+    list of dict
+        Each :func:`load`'s, in file-name order.
+
+    Raises
+    ------
+    ValueError
+        A file that is not a summary (:func:`load`).
+    """
     folders = [Path(folder)] if folder is not None else [FOLDER, DL_FOLDER]
     files = sorted({f for fo in folders for end in STUDIES.values() for f in fo.glob(f"*-s{seed}{end}")})
     out = []

@@ -13,16 +13,6 @@ from docutils.statemachine import StringList
 from sphinx.util.docutils import SphinxDirective
 
 
-def _size(scale: str) -> str:
-    """A summary's scale as a reader says it: its footprint (1 GiB), or "paper" (the networks as published)."""
-    from buddylib import regions, workloads
-
-    try:
-        return regions.label(workloads.footprint_bytes(scale if not scale.isdigit() else float(scale)))
-    except (ValueError, TypeError, KeyError):
-        return scale
-
-
 def headline_rows() -> list[str]:
     """The headline at each committed summary's scale, as the report index tables it."""
     import pandas as pd
@@ -30,7 +20,7 @@ def headline_rows() -> list[str]:
     from buddylib.report import index_page
     from buddylib.studies import fidelity, granularity_measure
 
-    rows = [r | {"size": _size(r["size"])} for suite, scales in granularity_measure.SUMMARY_SCALES.items()
+    rows = [r for suite, scales in granularity_measure.SUMMARY_SCALES.items()
             for r in (fidelity.scale_headline(suite, s) for s in scales) if r]
     return index_page.scale_table(pd.DataFrame(rows))
 
