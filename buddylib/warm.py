@@ -121,8 +121,11 @@ def steps(group: str | None = None) -> dict[str, Callable[[], object]]:
         out["metadata cache"] = lambda: caches.set_associative_hits(lines, 1024, 32, 2)
         out["page LRU"] = lambda: caches.page_faults(lines % 7, 4)
         out["metadata cache in parts"] = lambda: caches.LineLRU(1024, 32, 2).run(lines)
-        out["stack distances"] = lambda: caches.StackDistances(7).run(lines % 7)
-        out["access order"] = lambda: caches.merge_order(np.array([3, 0, 5]))
+        out["stack distances"] = lambda: _stack_distances(lines % 7)
+        out["access order"] = lambda: (caches.merge_order(np.array([3, 0, 5])),
+                                       caches.MergedStreams([lines[:3], lines[:5]], [0, 1]).next(4))
+        out["gather"] = lambda: [caches.gather_entries(lines.astype(t), 1.0, 3, 400, 4, 128)
+                                 for t in (np.int32, np.int64)]  # the index arrays' dtypes
         out["page sequence"] = lambda: caches.page_sequence(np.zeros(9, np.int32), np.arange(9), np.array([4, 9]),
                                                             np.zeros(1, np.int64), 128, 4096)
     if group in WORKLOADS:
@@ -131,6 +134,15 @@ def steps(group: str | None = None) -> dict[str, Callable[[], object]]:
         for name in WORKLOADS[group]:
             out[f"{name} set-up and step"] = lambda name=name: _set_up_and_step(workloads.get(name))
     return out
+
+
+def _stack_distances(pages: np.ndarray) -> None:
+    """Stack distances as a walk runs them: warm accesses first, then counted ones."""
+    from buddylib.timing import caches
+
+    st = caches.StackDistances(7)
+    st.run(pages, count=False)
+    st.run(pages)
 
 
 def _set_up_and_step(workload: Workload) -> None:

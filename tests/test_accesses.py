@@ -72,7 +72,8 @@ def test_a_damaged_block_is_refused() -> None:
 def test_stack_distances_in_parts_give_lrus_faults_at_every_capacity(one: list[int], capacity: int, cut: int) -> None:
     seq = np.array(one + one, np.int64)
     sd = caches.StackDistances(12)
-    sd.run(seq[:len(one)], count=False)
+    sd.run(seq[:cut // 2], count=False)  # warmed in two parts (latest times only, the tree rebuilt after)
+    sd.run(seq[cut // 2:len(one)], count=False)
     sd.run(seq[len(one):len(one) + cut])  # fed in two parts, the window renumbered on the way
     sd.run(seq[len(one) + cut:])
     assert int(sd.hist[capacity:].sum()) == caches.page_faults(seq, capacity, warm_start=len(one))
@@ -87,3 +88,38 @@ def test_an_lru_fed_in_parts_gives_the_replays_hits(lines: list[int], cut: int) 
     lru = caches.LineLRU(1024, 32, 4)
     lru.run(seq)
     assert [lru.run(seq[:cut]), lru.run(seq[cut:])] == [int(want[0]), int(want[1])]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 50), max_size=40), min_size=1, max_size=5), st.integers(1, 17))
+def test_merged_streams_a_part_at_a_time_are_the_merge(streams: list[list[int]], part: int) -> None:
+    """The walk's merge, ``part`` accesses at a time, is :func:`caches.merge` of the whole kernel."""
+    arrays = [np.array(x, np.int64) for x in streams]
+    sizes = np.array([a.size for a in arrays])
+    which, entry = np.empty(sizes.sum(), np.int32), np.empty(sizes.sum(), np.int64)
+    caches.merge(np.concatenate(arrays), sizes, np.arange(sizes.size), which, entry)
+    merged = caches.MergedStreams(list(arrays), range(sizes.size))
+    got = [merged.next(part) for _ in range(-(-int(sizes.sum()) // part))]
+    assert merged.left == 0
+    assert np.concatenate([w for w, _ in got] + [np.zeros(0, np.int32)]).tolist() == which.tolist()
+    assert np.concatenate([e for _, e in got] + [np.zeros(0, np.int64)]).tolist() == entry.tolist()
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(0, 40), max_size=50), st.integers(1, 40), st.sampled_from([1, 2, 4, 8]),
+       st.floats(0.0, 1.0), st.sampled_from([np.int32, np.int64, np.uint16]))
+def test_a_compiled_gather_touches_the_rows_entries(rows: list[int], row: int, itemsize: int, fraction: float,
+                                                    dtype: type) -> None:
+    """Each row's entries (one or more, or straddling two), a repeat of the entry just touched dropped: the
+    arithmetic written out in numpy; a row outside the allocation is an error naming how many."""
+    idx = np.array(rows, dtype)
+    n_items = 41 * row
+    flat = idx.astype(np.int64)[:max(1, round(fraction * idx.size))]
+    first = flat * row * itemsize // 128
+    count = ((flat + 1) * row * itemsize - 1) // 128 - first + 1
+    ids = np.concatenate([np.arange(f, f + c) for f, c in zip(first, count, strict=True)] + [np.zeros(0, int)])
+    want = ids[np.r_[True, ids[1:] != ids[:-1]]] if ids.size else ids
+    assert caches.gather_entries(idx, fraction, row, n_items, itemsize, 128).tolist() == want.tolist()
+    if rows:
+        with pytest.raises(ValueError, match=f"^{len(rows)} of {len(rows)} indices .* outside the 0 rows"):
+            caches.gather_entries(idx, fraction, row, 0, itemsize, 128)

@@ -31,7 +31,9 @@ another order).
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -352,9 +354,9 @@ def _walk(ws: Workset, params: Params) -> dict[str, Any]:
     as :func:`buddylib.timing.model._metadata_misses` and ``um_slowdown`` do; the second walk is counted), never
     holding a gigabyte run's access streams or their order whole: per access of the second walk the 4 KiB
     regions' counts of the entries it touches (shared by accesses touching the same entries) and the terms; per
-    kernel, in the order its accesses happen side by side (:meth:`Workset.merged`), the metadata cache's hits (a
-    run of one line fed once: the cache's last line again is a hit that changes nothing) at every size kept, and
-    the pages it touches fed to Unified Memory's stack distances."""
+    kernel, in the order its accesses happen side by side (:class:`~buddylib.timing.caches.MergedStreams`,
+    :data:`WALK_CHUNK` at a time), the metadata cache's hits at every size kept and the pages it touches fed to
+    Unified Memory's stack distances (:func:`_replay_kernel`)."""
     from buddylib.timing.model import _entries
 
     allocs = {a.name: a for a in ws.last.allocations}
@@ -370,32 +372,66 @@ def _walk(ws: Workset, params: Params) -> dict[str, Any]:
                            "hits": {c: np.zeros(n_kernels, np.int64) for c in METADATA_CACHES},
                            "accesses": np.zeros(n_kernels, np.int64)}
     seen: dict[tuple, int] = {}
-    for count in (False, True):
-        rng = np.random.default_rng(0)  # the draws of Workset.streams, in its order
-        for ki, k in enumerate(ws.profile.kernels):
-            ents = [_entries(acc, allocs[acc.allocation], allocs, ws.index_arrays, rng) for acc in k.accesses]
-            if count:
-                _shapes(ki, k, ents, sectors, seen, out)
-            sizes = np.array([e.size for e in ents], dtype=np.int64)
-            which, entry = np.empty(int(sizes.sum()), np.int32), np.empty(int(sizes.sum()), np.int64)
-            if sizes.sum():
-                caches.merge(np.concatenate(ents), sizes, np.array([col[a.allocation] for a in k.accesses]), which,
-                             entry)
-            del ents
-            lines = first_line[which] + entry // per_line
-            keep = np.ones(lines.size, bool)
-            keep[1:] = lines[1:] != lines[:-1]
-            for c, lru in lrus.items():
-                hits = lru.run(lines[keep]) + int(lines.size - keep.sum())
-                out["hits"][c][ki] += hits if count else 0
-            out["accesses"][ki] += lines.size if count else 0
-            del lines, keep
-            for p, st in stacks.items():
-                st.run(caches.page_sequence(which, entry, np.array([which.size]), first_page[p], ENTRY_BYTES, p), count)
+    with ThreadPoolExecutor(min(len(lrus) + len(stacks), os.cpu_count() or 1)) as pool:
+        for count in (False, True):
+            rng = np.random.default_rng(0)  # the draws of Workset.streams, in its order
+            for ki, k in enumerate(ws.profile.kernels):
+                ents = [_entries(acc, allocs[acc.allocation], allocs, ws.index_arrays, rng) for acc in k.accesses]
+                if count:
+                    _shapes(ki, k, ents, sectors, seen, out)
+                streams = caches.MergedStreams(ents, [col[a.allocation] for a in k.accesses])
+                del ents
+                hits, n = _replay_kernel(streams, first_line, per_line, first_page, lrus, stacks, count, pool)
+                for c in METADATA_CACHES:
+                    out["hits"][c][ki] += hits[c] if count else 0
+                out["accesses"][ki] += n if count else 0
     out["distances"] = {p: st.hist for p, st in stacks.items()}
     for key, dtype in (("kernel", np.int64), ("shape", np.int64), ("passes", float)):
         out[key] = np.array(out[key], dtype=dtype)
     return out
+
+
+#: Accesses a walk replays at a time (:func:`_replay_kernel`): its memory, about 30 bytes each, not the kernel's.
+WALK_CHUNK = 1 << 22
+
+
+def _replay_kernel(streams: caches.MergedStreams, first_line: np.ndarray, per_line: int,
+                   first_page: dict[int, np.ndarray], lrus: dict[int, caches.LineLRU],
+                   stacks: dict[int, caches.StackDistances], count: bool, pool: ThreadPoolExecutor
+                   ) -> tuple[dict[int, int], int]:
+    """One kernel's accesses, in order, :data:`WALK_CHUNK` at a time, through every metadata cache (a run of one
+    line is fed once: the cache's last line again is a hit that changes nothing) and every page size's stack
+    distances (a run of one page is one access: it migrates once); the replays side by side in ``pool``'s threads
+    (their kernels release the GIL; each keeps its own state, so the result does not depend on the threads).
+    Runs continue across chunks, not across kernels. Returns the hits per cache size and the accesses."""
+    hits, n = dict.fromkeys(lrus, 0), 0
+    last_line, last_page = np.int64(-1), dict.fromkeys(stacks, np.int64(-1))
+    while streams.left:
+        which, entry = streams.next(WALK_CHUNK)
+        lines = first_line[which] + entry // per_line
+        keep = np.empty(lines.size, bool)
+        keep[0] = lines[0] != last_line
+        keep[1:] = lines[1:] != lines[:-1]
+        kept, repeats, last_line = lines[keep], int(lines.size - keep.sum()), lines[-1]
+        del lines, keep
+        lru_jobs = {c: pool.submit(lru.run, kept) for c, lru in lrus.items()}
+        page_jobs = {p: pool.submit(_pages, st, which, entry, first_page[p], p, last_page[p], count)
+                     for p, st in stacks.items()}
+        for c, job in lru_jobs.items():
+            hits[c] += job.result() + repeats
+        last_page = {p: job.result() for p, job in page_jobs.items()}
+        n += which.size
+    return hits, n
+
+
+def _pages(stack: caches.StackDistances, which: np.ndarray, entry: np.ndarray, first: np.ndarray, page_bytes: int,
+           last: np.int64, count: bool) -> np.int64:
+    """Feed ``stack`` the pages of a chunk of accesses, a run of one page (continuing ``last``, the page the chunk
+    before ended on) once; the page this chunk ends on."""
+    seq = caches.page_sequence(which, entry, np.array([which.size]), first, ENTRY_BYTES, page_bytes)
+    seq = seq[1:] if seq.size and seq[0] == last else seq
+    stack.run(seq, count)
+    return seq[-1] if seq.size else last
 
 
 def _shapes(ki: int, kernel, ents: list[np.ndarray], sectors: dict[str, np.ndarray], seen: dict[tuple, int],

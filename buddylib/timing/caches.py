@@ -7,19 +7,21 @@ accesses take seconds. :func:`merge_order` puts a kernel's accesses in the order
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numba as nb
 import numpy as np
 
 from buddylib.compressors.abc import readonly
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _scaled(x, mul, div, shift):
     """``x * mul // div`` for ``x >= 0``, by a shift where ``div`` is a power of two."""
     return (x * mul) >> shift if shift >= 0 else (x * mul) // div
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _lru_span(which, entry, first, per_line, shift, lo, hi, tags, stamp, mru, clock):
     """Reads ``lo..hi`` of the lines ``first[which[t]] + entry[t] // per_line`` from an LRU set-associative cache
     (``tags``/``stamp`` per set and way, each set's most recently used line ``mru``, the time ``clock[0]``),
@@ -264,18 +266,12 @@ def page_faults(pages: np.ndarray, capacity_pages: int, warm_start: int = 0) -> 
     return int(_page_lru_faults(readonly(pages), n, int(capacity_pages), int(warm_start)))
 
 
-@nb.njit(cache=True)
-def _merge(entries, sizes, cols, which, entry):
+@nb.njit(cache=True, nogil=True)
+def _merge_part(entries, sizes, cols, start, pos, key, which, entry):
+    """The next ``which.size`` accesses of the merge, continuing from its state: each stream's start in
+    ``entries``, accesses taken ``pos`` and the time of its next one ``key``."""
     k = sizes.shape[0]
-    start = np.zeros(k, np.int64)
-    for s in range(1, k):
-        start[s] = start[s - 1] + sizes[s - 1]
-    pos = np.zeros(k, np.int64)
-    key = np.full(k, np.inf)
-    for s in range(k):
-        if sizes[s] > 0:
-            key[s] = 0.5 / sizes[s]
-    for t in range(entries.shape[0]):
+    for t in range(which.shape[0]):
         best = 0
         for s in range(1, k):
             if key[s] < key[best]:  # strict: a tie goes to the earlier stream
@@ -284,6 +280,14 @@ def _merge(entries, sizes, cols, which, entry):
         entry[t] = entries[start[best] + pos[best]]
         pos[best] += 1
         key[best] = (pos[best] + 0.5) / sizes[best] if pos[best] < sizes[best] else np.inf
+
+
+def _merge_state(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A merge's state before its first access: each stream's start, accesses taken, the time of its next."""
+    start = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    key = np.full(sizes.size, np.inf)
+    key[sizes > 0] = 0.5 / sizes[sizes > 0]
+    return start, np.zeros(sizes.size, np.int64), key
 
 
 def merge(entries: np.ndarray, sizes: np.ndarray, cols: np.ndarray, which: np.ndarray, entry: np.ndarray) -> None:
@@ -312,8 +316,42 @@ def merge(entries: np.ndarray, sizes: np.ndarray, cols: np.ndarray, which: np.nd
                          f"{entry.size}: they must agree")
     if which.dtype != np.int32 or entry.dtype != np.int64:
         raise ValueError(f"outputs of {which.dtype} and {entry.dtype}: int32 and int64 expected")
-    _merge(readonly(np.ascontiguousarray(entries, dtype=np.int64)), readonly(sizes),
-           readonly(np.ascontiguousarray(cols, dtype=np.int32)), which, entry)
+    _merge_part(readonly(np.ascontiguousarray(entries, dtype=np.int64)), readonly(sizes),
+                readonly(np.ascontiguousarray(cols, dtype=np.int32)), *_merge_state(sizes), which, entry)
+
+
+class MergedStreams:
+    """:func:`merge` a part at a time: a kernel's streams, concatenated once (each stream's array is released as it
+    is copied), give their accesses in order ``n`` at a time, so a walk holds no kernel's order whole.
+
+    Parameters
+    ----------
+    streams : list of numpy.ndarray
+        Each stream's entries; emptied as they are copied.
+    cols : sequence of int
+        Each stream's allocation.
+    """
+
+    def __init__(self, streams: list[np.ndarray], cols: Sequence[int]) -> None:
+        self.sizes = np.array([s.size for s in streams], dtype=np.int64)
+        self.entries = np.empty(int(self.sizes.sum()), np.int64)
+        at = 0
+        for i, s in enumerate(streams):
+            self.entries[at:at + s.size] = s
+            at += s.size
+            streams[i] = np.empty(0, np.int64)
+        self.entries = readonly(self.entries)
+        self.cols = readonly(np.asarray(cols, dtype=np.int32))
+        self.state = _merge_state(self.sizes)
+        self.left = int(self.sizes.sum())
+
+    def next(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """The next (up to) ``n`` accesses: their allocations' positions (int32) and entries (int64)."""
+        n = min(int(n), self.left)
+        which, entry = np.empty(n, np.int32), np.empty(n, np.int64)
+        _merge_part(self.entries, readonly(self.sizes), self.cols, *self.state, which, entry)
+        self.left -= n
+        return which, entry
 
 
 def merge_order(sizes: np.ndarray) -> np.ndarray:
@@ -341,7 +379,77 @@ def merge_order(sizes: np.ndarray) -> np.ndarray:
     return order
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
+def _gather(rows, n, row, n_items, row_bytes, entry_bytes):
+    """Rows out of range (their count and the first), else the entries rows ``0..n`` span, in order, a run of one
+    entry once; two passes, counting then writing, so no temporary is the size of the rows."""
+    bad, first_bad = 0, np.int64(0)
+    for i in range(rows.shape[0]):
+        r = np.int64(rows[i])
+        if r < 0 or r * row >= n_items:
+            if bad == 0:
+                first_bad = r
+            bad += 1
+    total = 0
+    out = np.empty(0, np.int64)
+    if bad:
+        return out, bad, first_bad
+    for fill in (False, True):
+        out = np.empty(total if fill else 0, np.int64)
+        total, last = 0, np.int64(-1)
+        for i in range(n):
+            r = np.int64(rows[i])
+            for e in range(r * row_bytes // entry_bytes, ((r + 1) * row_bytes - 1) // entry_bytes + 1):
+                if e != last:
+                    if fill:
+                        out[total] = e
+                    total += 1
+                    last = e
+    return out, bad, first_bad
+
+
+def gather_entries(rows: np.ndarray, fraction: float, row: int, n_items: int, itemsize: int,
+                   entry_bytes: int) -> np.ndarray:
+    """The entries a gather through the index ``rows`` touches: its first ``fraction`` of rows, each ``row``
+    elements of ``itemsize`` bytes (one entry or more, or straddling two), in order, a run of one entry once.
+
+    Parameters
+    ----------
+    rows : numpy.ndarray
+        The index array (any integer dtype, any shape: read flat).
+    fraction : float
+        The share of the rows gathered (at least one).
+    row, n_items, itemsize, entry_bytes : int
+        Elements per row, elements in the allocation, bytes per element and per entry.
+
+    Returns
+    -------
+    numpy.ndarray
+        Entry ids (int64).
+
+    Raises
+    ------
+    ValueError
+        Rows outside the allocation (their count, and the first).
+
+    Examples
+    --------
+    Rows of 48 bytes: row 2 straddles entries 0 and 1; a repeat of the entry just touched is not a new access.
+
+    >>> gather_entries(np.array([0, 2, 2, 5]), 1.0, 12, 64, 4, 128).tolist()
+    [0, 1, 0, 1, 2]
+    """
+    flat = np.ascontiguousarray(np.asarray(rows).reshape(-1))
+    n = min(flat.size, max(1, round(fraction * flat.size)))
+    out, bad, first_bad = _gather(readonly(flat), n, int(row), int(n_items), int(row) * int(itemsize),
+                                  int(entry_bytes))
+    if bad:
+        raise ValueError(f"{bad} of {flat.size} indices (e.g. {first_bad}) outside the {n_items // row} rows of "
+                         f"{row} element(s)")
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
 def _page_sequence(which, entry, first, mul, div, shift, bounds):
     """Two passes, counting then writing: the result is far shorter than the accesses (10^8 or more)."""
     n = 0
@@ -439,14 +547,14 @@ class LineLRU:
                              lines.size, self.tags, self.stamp, self.mru, self.clock))
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _fenwick_add(tree, i, v):
     while i < tree.shape[0]:
         tree[i] += v
         i += i & -i
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _fenwick_sum(tree, i):
     total = 0
     while i > 0:
@@ -455,31 +563,46 @@ def _fenwick_sum(tree, i):
     return total
 
 
-@nb.njit(cache=True)
-def _stack_part(pages, latest, tree, now, hist, count):
+@nb.njit(cache=True, nogil=True)
+def _renumber(latest, tree, now):
+    """Number the pages' latest times 0.. in time order (at most one per page) and mark them in a fresh tree:
+    the distances depend only on that order."""
+    live = np.flatnonzero(latest >= 0)
+    order = live[np.argsort(latest[live])]
+    tree[:] = 0
+    for i in range(order.shape[0]):
+        latest[order[i]] = i
+        _fenwick_add(tree, i + 1, 1)
+    now[0] = order.shape[0]
+
+
+@nb.njit(cache=True, nogil=True)
+def _stack_part(pages, latest, tree, now, hist):
     """LRU stack distances of ``pages`` (other pages touched since the page's last access; ``hist``'s last bin for
-    a first touch), counted into ``hist`` where ``count``; the state: each page's latest time (-1: never) and a
-    Fenwick tree over a window of times marking the latest ones, renumbered when the window fills."""
+    a first touch), counted into ``hist``; the state: each page's latest time (-1: never) and a Fenwick tree over a
+    window of times marking the latest ones, renumbered when the window fills."""
     width = tree.shape[0] - 1
     for t in range(pages.shape[0]):
-        if now[0] == width:  # renumber the live marks 0.. in time order: at most one per page
-            live = np.flatnonzero(latest >= 0)
-            order = live[np.argsort(latest[live])]
-            tree[:] = 0
-            for i in range(order.shape[0]):
-                latest[order[i]] = i
-                _fenwick_add(tree, i + 1, 1)
-            now[0] = order.shape[0]
+        if now[0] == width:
+            _renumber(latest, tree, now)
         p = pages[t]
         prev = latest[p]
         if prev >= 0:
-            if count:
-                hist[_fenwick_sum(tree, now[0]) - _fenwick_sum(tree, prev + 1)] += 1
+            hist[_fenwick_sum(tree, now[0]) - _fenwick_sum(tree, prev + 1)] += 1
             _fenwick_add(tree, prev + 1, -1)
-        elif count:
+        else:
             hist[hist.shape[0] - 1] += 1
         _fenwick_add(tree, now[0] + 1, 1)
         latest[p] = now[0]
+        now[0] += 1
+
+
+@nb.njit(cache=True, nogil=True)
+def _stack_warm(pages, latest, now):
+    """Accesses that only warm the stack: each page's latest time is all a later distance needs (the tree is
+    rebuilt from them, :func:`_renumber`, before the next counted access)."""
+    for t in range(pages.shape[0]):
+        latest[pages[t]] = now[0]
         now[0] += 1
 
 
@@ -498,6 +621,7 @@ class StackDistances:
         self.tree = np.zeros(2 * max(1, n_pages) + 2, dtype=np.int64)
         self.now = np.zeros(1, dtype=np.int64)
         self.hist = np.zeros(max(1, n_pages) + 1, dtype=np.int64)
+        self._tree_current = True  # False after warm-only accesses: the tree is rebuilt before the next counted
 
     def run(self, pages: np.ndarray, count: bool = True) -> None:
         """Feed the next accesses.
@@ -509,5 +633,12 @@ class StackDistances:
         count : bool
             Whether their distances are counted into ``hist`` (False: they only warm the stack).
         """
-        _stack_part(readonly(np.ascontiguousarray(pages, dtype=np.int64)), self.latest, self.tree, self.now,
-                    self.hist, bool(count))
+        pages = readonly(np.ascontiguousarray(pages, dtype=np.int64))
+        if not count:
+            _stack_warm(pages, self.latest, self.now)
+            self._tree_current = False
+            return
+        if not self._tree_current:
+            _renumber(self.latest, self.tree, self.now)
+            self._tree_current = True
+        _stack_part(pages, self.latest, self.tree, self.now, self.hist)

@@ -305,17 +305,10 @@ def _entries(access, alloc, allocs, index_arrays, rng) -> np.ndarray:
     idx = index_arrays.get(access.index)
     if idx is None:
         raise ValueError(f"gather of {access.allocation!r} through {access.index!r}: index array not recorded")
-    rows = np.asarray(idx).reshape(-1).astype(np.int64)
-    bad = (rows < 0) | (rows * access.row >= n_items)
-    if bad.any():
-        raise ValueError(f"gather of {access.allocation!r} through {access.index!r}: {int(bad.sum())} of {rows.size} "
-                         f"indices (e.g. {int(rows[bad][0])}) outside the {n_items // access.row} rows of "
-                         f"{access.row} element(s)")
-    rows = rows[:max(1, round(access.fraction * rows.size))]
-    first = rows * access.row * itemsize // ENTRY_BYTES  # a row spans one entry or more, or straddles two
-    count = ((rows + 1) * access.row * itemsize - 1) // ENTRY_BYTES - first + 1
-    start = np.repeat(np.cumsum(count) - count, count)
-    return _collapse(np.repeat(first, count) + np.arange(int(count.sum()), dtype=np.int64) - start)
+    try:  # compiled: a gigabyte run's index would otherwise need several temporaries of its size
+        return caches.gather_entries(idx, access.fraction, access.row, n_items, itemsize, ENTRY_BYTES)
+    except ValueError as err:
+        raise ValueError(f"gather of {access.allocation!r} through {access.index!r}: {err}") from None
 
 
 # ---------------------------------------------------------------------------------------
