@@ -285,10 +285,8 @@ class Explorer:
 
 
 def _value(control: Any) -> Any:
-    """A control's value as its label shows it (a toggle's label, not the value behind it)."""
-    labels = getattr(control, "_options_labels", None)
-    index = getattr(control, "index", None)
-    return labels[index] if labels is not None and index is not None else control.value
+    """A control's value as it shows it: a selection's label (a toggle's, not the value behind it), else its value."""
+    return control.label if hasattr(control, "label") else control.value
 
 
 def _still_control(control: Any) -> str:
