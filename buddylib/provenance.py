@@ -21,7 +21,11 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import json
+import os
 import platform
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +49,12 @@ _NOT_FOLLOWED = ("__init__.py", "workloads/__init__.py", "workloads/hpc/__init__
 #: Names that moved to another module without a change to what runs: a module importing one from its new home
 #: has the digest it had importing it from the old, so no committed result made before the move is stale for it.
 MOVED = {"buddylib.workloads._registry": "buddylib.workloads"}  # ``register``, moved to break an import cycle
+#: Digests and import lists computed before, by a hash of what they were computed from (the files' texts, this
+#: module's own text, Python's version): parsing the package costs each process 2-3 s (every test worker, notebook
+#: kernel and dask worker checks caches against digests); this file makes it once per checkout. Where it cannot be
+#: written (a read-only install) every process computes its own.
+DISK_CACHE = PACKAGE / "__pycache__" / f"buddy-digests.{sys.implementation.cache_tag}.json"
+_DISK_ENTRIES = 4096  # the oldest dropped beyond this: each edit of the package adds a few
 
 
 #: The file that marks a folder of runs as frozen, and says how and where they were made.
@@ -94,14 +104,66 @@ def code_version(*parts: str) -> str:
     >>> code_version("entries.py") == code_version("entries.py") != code_version("layout.py")
     True
     """
-    h = hashlib.sha256()
+    files = []
     for part in parts:
         root = PACKAGE / part
         if not root.exists():
             raise ValueError(f"code_version: {part!r} is not part of the buddylib package")
-        for f in sorted(root.rglob("*.py")) if root.is_dir() else [root]:
-            h.update(str(f.relative_to(PACKAGE)).encode() + b"\0" + normalized_source(f.read_text()).encode() + b"\0")
-    return h.hexdigest()[:12]
+        files += [(str(f.relative_to(PACKAGE)), f.read_text()) for f in (sorted(root.rglob("*.py")) if root.is_dir()
+                                                                          else [root])]
+    key = _disk_key("code", *(f"{rel}\0{text}" for rel, text in files))
+    if key not in _disk():
+        h = hashlib.sha256()
+        for rel, text in files:
+            h.update(rel.encode() + b"\0" + normalized_source(text).encode() + b"\0")
+        _remember(key, h.hexdigest()[:12])
+    return _disk()[key]
+
+
+@functools.cache
+def _disk() -> dict[str, Any]:
+    """:data:`DISK_CACHE` as this process first read it, and what it added since."""
+    try:
+        known = json.loads(DISK_CACHE.read_text())
+    except (OSError, ValueError):  # none yet, or damaged: computed again
+        return {}
+    return known if isinstance(known, dict) else {}
+
+
+@functools.cache
+def _package_files() -> tuple[str, ...]:
+    return tuple(sorted(str(f.relative_to(PACKAGE)) for f in PACKAGE.rglob("*.py")))
+
+
+@functools.cache
+def _own_text() -> str:
+    return Path(__file__).read_text()
+
+
+def _disk_key(kind: str, *texts: str) -> str:
+    """What a cached value was computed from: ``texts``, this module's code and Python's version, hashed."""
+    h = hashlib.sha256(f"{kind}\0{sys.version}\0{_own_text()}".encode())
+    for t in texts:
+        h.update(b"\0" + t.encode())
+    return h.hexdigest()
+
+
+def _remember(key: str, value: Any) -> None:
+    """Add ``key`` to :data:`DISK_CACHE` (written whole, atomically; a process writing at the same time may drop the
+    other's new keys, which are then computed again)."""
+    known = _disk()
+    known[key] = value
+    for old in list(known)[: max(0, len(known) - _DISK_ENTRIES)]:
+        del known[old]
+    try:
+        DISK_CACHE.parent.mkdir(exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=DISK_CACHE.parent, prefix=".buddy-digests.")
+        with os.fdopen(fd, "w") as f:
+            json.dump(known, f)
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide it from another user of the same checkout
+        os.replace(tmp, DISK_CACHE)
+    except OSError:
+        pass
 
 
 @functools.lru_cache(maxsize=512)
@@ -243,8 +305,16 @@ def _with_registrations(digest: str) -> str:
 @functools.cache
 def _imported(rel: str) -> tuple[str, ...]:
     """The package's modules (paths relative to it) that the module ``rel`` imports, at any depth of its code."""
+    text = (PACKAGE / rel).read_text()
+    key = _disk_key("imports", rel, text, *_package_files())  # which files a dotted name resolves to: the package's
+    if key not in _disk():
+        _remember(key, _imports_of(rel, text))
+    return tuple(_disk()[key])
+
+
+def _imports_of(rel: str, text: str) -> list[str]:
     out = []
-    for node in ast.walk(ast.parse((PACKAGE / rel).read_text())):
+    for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.Import):
             out += [_module_file(a.name) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -255,7 +325,7 @@ def _imported(rel: str) -> tuple[str, ...]:
                 prefix = node.module or ""
             out.append(_module_file(prefix))
             out += [_module_file(f"{prefix}.{a.name}") for a in node.names]  # `from package import module`
-    return tuple(f for f in out if f is not None)
+    return [f for f in out if f is not None]
 
 
 def _module_file(dotted: str) -> str | None:

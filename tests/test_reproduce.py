@@ -114,6 +114,8 @@ def test_a_notebook_helper_stales_no_result_and_an_analysis_stales_its_own(tmp_p
         return digests()
 
     monkeypatch.setattr(provenance, "PACKAGE", copy)
+    monkeypatch.setattr(provenance, "DISK_CACHE", tmp_path / "digests.json")  # the checkout's kept for its code
+    provenance._disk.cache_clear()
     try:
         analysis, study, training = before = digests()
         for helper in ("studies/experiments.py", "studies/llm.py", "studies/fidelity.py", "studies/cache.py"):
@@ -127,6 +129,7 @@ def test_a_notebook_helper_stales_no_result_and_an_analysis_stales_its_own(tmp_p
     finally:
         monkeypatch.undo()
         provenance.code_version.cache_clear()
+        provenance._disk.cache_clear()
 
 
 def test_a_skipped_screenshot_says_why(tmp_path: Path, monkeypatch) -> None:

@@ -25,20 +25,46 @@ def package_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A copy of the package that the code digests read instead of the real one (edited by the test)."""
     copy = tmp_path / "buddylib"
     shutil.copytree(provenance.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    provenance.code_version.cache_clear()
-    provenance._imported.cache_clear()
+    _forget()
     monkeypatch.setattr(provenance, "PACKAGE", copy)
+    monkeypatch.setattr(provenance, "DISK_CACHE", tmp_path / "digests.json")
     yield copy
-    provenance.code_version.cache_clear()
-    provenance._imported.cache_clear()
+    monkeypatch.undo()
+    _forget()
+
+
+def _forget() -> None:
+    """Drop what this process remembers of the package's code (the disk cache is keyed by the code itself)."""
+    for cached in (provenance.code_version, provenance._imported, provenance._package_files, provenance._disk):
+        cached.cache_clear()
 
 
 def _edit(path: Path, old: str, new: str) -> None:
     text = path.read_text()
     assert old in text, f"{path.name}: {old!r} not found"
     path.write_text(text.replace(old, new, 1))
-    provenance.code_version.cache_clear()
-    provenance._imported.cache_clear()
+    _forget()
+
+
+def test_digests_kept_on_disk_are_those_computed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process reads the digests an earlier one computed: the same values as computing them, a damaged or
+    unwritable cache file computed around, never trusted."""
+    parts = provenance.ANALYSIS_SOURCES
+    (tmp_path / "a file").write_text("")
+    monkeypatch.setattr(provenance, "DISK_CACHE", tmp_path / "a file" / "digests.json")
+    _forget()
+    computed = provenance.code_version(*parts), _codes()  # cannot be written: computed
+    monkeypatch.setattr(provenance, "DISK_CACHE", tmp_path / "digests.json")
+    _forget()
+    assert (provenance.code_version(*parts), _codes()) == computed and provenance.DISK_CACHE.is_file()
+    _forget()
+    reads = provenance.DISK_CACHE.read_text()
+    assert (provenance.code_version(*parts), _codes()) == computed and provenance.DISK_CACHE.read_text() == reads
+    provenance.DISK_CACHE.write_text(reads[: len(reads) // 2])
+    _forget()
+    assert (provenance.code_version(*parts), _codes()) == computed
+    monkeypatch.undo()
+    _forget()
 
 
 def _codes() -> dict[str, str]:
@@ -67,7 +93,7 @@ def test_a_workloads_digest_covers_its_own_code_and_nothing_else(package_copy: P
     now = _codes()
     (package_copy / "compressors" / "bpc.py").write_text((package_copy / "compressors" / "bpc.py").read_text()
                                                          + "\n_EDITED = 1\n")
-    provenance.code_version.cache_clear()
+    _forget()
     assert all(c != now[n] for n, c in _codes().items())
 
 
@@ -99,7 +125,7 @@ def test_editing_lulesh_remakes_lulesh_alone(package_copy: Path, tmp_path: Path)
     assert all(workloads.cached_run(n, scale, data=data).stat().st_mtime_ns == made[n] for n in paths)
     lulesh = package_copy / "workloads" / "hpc" / "lulesh.py"
     lulesh.write_text(lulesh.read_text() + "\n_EDITED = 1\n")
-    provenance.code_version.cache_clear()
+    _forget()
     for n in paths:
         workloads.cached_run(n, scale, data=data)
     assert paths["lulesh"].stat().st_mtime_ns > made["lulesh"]  # remade
