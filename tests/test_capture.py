@@ -154,7 +154,8 @@ def test_a_users_own_model_records_and_analyses_end_to_end(dtype, tmp_path: Path
     acts = [a for a in last.values() if a.kind == "activations"]
     assert len({a.name for a in acts}) == len(acts)
 
-    path = rec.save(tmp_path / "mine.nc")
+    path = rec.save(tmp_path / "missing" / "mine.nc")  # its folder made, as `buddy workloads run --out` makes one
+    assert path.is_file() and not [p for p in path.parent.iterdir() if p.name.startswith(".")]  # no temporary left
     meta = json.loads(path.with_suffix(".profile.json").read_text())
     assert meta["recorded"]["mode"] == "training" and meta["recorded"]["unseen"] == list(capture.UNSEEN)
     ws = tm.Workset.load(path)

@@ -287,8 +287,9 @@ class Recorder(TorchWorkload):
         Parameters
         ----------
         path : str or os.PathLike
-            The snapshots' file, ``.nc`` or ``.zarr``; the access profile (``.profile.json``, with what the
-            recording could not see) and gather index arrays (``.index.npz``) are written beside it.
+            The snapshots' file, ``.nc`` or ``.zarr``, its folder made if missing; the access profile
+            (``.profile.json``, with what the recording could not see) and gather index arrays (``.index.npz``) are
+            written beside it.
 
         Returns
         -------
@@ -307,6 +308,7 @@ class Recorder(TorchWorkload):
             raise CaptureError(f"save({str(path)!r}): nothing recorded (no snapshot: did a step run inside the "
                                "`with` block?)")
         profile = self._profile or AccessProfile(self.name, [])
+        path.parent.mkdir(parents=True, exist_ok=True)  # as `buddy workloads run --out` makes its folder
         save_snapshots(self.snapshots, path, compressors=self.compressors)
         meta = {**profile.to_dict(), "scale": "recorded", "seed": None, "digest": self.run_digest,
                 "seconds": round(self.seconds, 3), "code": self.code(),
