@@ -86,10 +86,11 @@ fixtures: $(STAMP)
 
 ## reproduce-paper: remake every committed summary of the slow studies that make reproduce reads instead of
 ## running them, one after another, each in its own process: the HPC proxies at 1 GiB (and each one committed at
-## 4 GiB; per snapshot, allocation and compressor the sector histogram, and the accesses; 2.5 hours at 1 GiB on two cores),
-## the paper's six networks at paper scale (about 20 min; BigLSTM peaks at 9 GB), the 480-step maturity
+## 4 GiB; per snapshot, allocation and compressor the sector histogram, and the accesses; 2.5 hours at 1 GiB on two
+## cores), the paper's six networks at paper scale (about 20 min; BigLSTM peaks at 9 GB), the 480-step maturity
 ## study of three CNNs (about 10 min), notebook 10's study at default scale (about 2 min) and notebook 11's
-## (the default-scale runs in data/ and the summaries just made, per region; minutes). Commit data/summaries after.
+## (the default-scale runs in data/ and the summaries just made, per region; minutes). buddy summaries keeps those
+## this code made already, so a remake stopped part-way goes on where it stopped. Commit data/summaries after.
 reproduce-paper: $(STAMP)
 	$(VENV)/bin/buddy summaries
 	$(VENV)/bin/buddy llm --write --scale default

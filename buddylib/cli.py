@@ -628,7 +628,9 @@ def _summaries_parser(sub: argparse._SubParsersAction) -> None:
                                    "and compressor the sector histogram, or the study's result, with the code "
                                    "digest, date and machine that made them); or with --check remake them in a "
                                    "temporary folder and compare: HPC bit for bit, DL ratios within a tolerance. "
-                                   "An hour or more per HPC scale, about half an hour for the DL ones, on two cores.")
+                                   "An hour or more per HPC scale, about half an hour for the DL ones, on two cores. "
+                                   "A summary this code made already is kept, so a remake stopped part-way goes "
+                                   "on where it stopped.")
     p.add_argument("names", nargs="*", metavar="NAME",
                    help="workloads (default: every HPC proxy and the paper's six networks)")
     p.add_argument("--scale", nargs="+", default=None, metavar="SCALE",
@@ -662,10 +664,11 @@ def _summaries(args: argparse.Namespace) -> int:
               f"{summaries.STUDY_TOLERANCE:g})"
               + (f"; differ: {', '.join(bad)}" if bad else ""))
         return 1 if bad else 0
-    for p in remake.generate(names, args.scale, folder=folder, studies=studies):
+    for p, made in remake.generate(names, args.scale, folder=folder, studies=studies):
         s = summaries.load(p)
-        print(f"{s['workload']} at {s['scale']}{'' if s.get('study', 'run') == 'run' else ' ' + s['study']}: "
-              f"{s['seconds']:.0f} s, peak {s['peak_rss_bytes'] / 2**30:.1f} GiB -> {p}")
+        what = f"{s['workload']} at {s['scale']}{'' if s.get('study', 'run') == 'run' else ' ' + s['study']}"
+        print(f"{what}: {s['seconds']:.0f} s, peak {s['peak_rss_bytes'] / 2**30:.1f} GiB -> {p}" if made else
+              f"{what}: kept, made by this code on {s.get('date', '?')[:10]} ({p})", flush=True)
     return 0
 
 

@@ -205,7 +205,7 @@ def test_check_compares_a_dl_summary_within_the_tolerance(quick_alexnet: tuple[P
     study["result"]["data_vars"]["final_effective_ratio"]["data"][0] *= 1 + summaries.STUDY_TOLERANCE / 2
 
     def remade(names, scales, seed, out, studies):
-        return [summaries.write(kept if studies == ["run"] else study, out)]
+        yield summaries.write(kept if studies == ["run"] else study, out), True
 
     monkeypatch.setattr(remake, "generate", remade)
     report = remake.check(["alexnet"], ["quick"], folder=tmp_path / "far")

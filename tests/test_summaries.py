@@ -211,6 +211,19 @@ def test_summary_analysis_is_the_runs_analysis(tmp_path: Path, capsys: pytest.Ca
     report = capsys.readouterr().out
     assert "0 of 1 identical" in report and "ostencil@quick" in report and "bpc32" in report
 
+    # a remake keeps a summary this code made and remakes one other code made, so a remake of hours resumes
+    from buddylib.studies import remake
+
+    made: list[list[str]] = []
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(remake.subprocess, "run", lambda args, check: made.append(args))
+        assert cli.main(["summaries", "ostencil", "--folder", str(tmp_path), "--scale", "quick"]) == 0
+        assert made == [] and "ostencil at quick: kept, made by this code" in capsys.readouterr().out
+        summaries.write(kept | {"code": "0" * 12}, tmp_path)
+        assert list(remake.generate(["ostencil"], ["quick"], folder=tmp_path)) == [
+            (summaries.path("ostencil", "quick", folder=tmp_path), True)]
+        assert made and made[0][-5:] == ["ostencil", "quick", "0", str(tmp_path), "run"]
+
 
 def test_load_refuses_a_histogram_that_does_not_count_the_entries(tmp_path: Path) -> None:
     src = min(summaries.FOLDER.glob("*.json"), key=lambda f: f.stat().st_size)

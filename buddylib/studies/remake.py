@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -148,23 +148,26 @@ def planned(names: Sequence[str] | None = None, scales: Sequence[str | float] | 
 
 
 def generate(names: Sequence[str] | None = None, scales: Sequence[str | float] | None = None, seed: int = SEED,
-             folder: str | Path | None = None, studies: Sequence[str] = tuple(STUDIES)) -> list[Path]:
-    """Make the :func:`planned` summaries, one after another, each in a fresh process, and write them.
+             folder: str | Path | None = None, studies: Sequence[str] = tuple(STUDIES)) -> Iterator[tuple[Path, bool]]:
+    """Make the :func:`planned` summaries that are missing or were made by other code, one after another, each in a
+    fresh process, and write them as each is done.
 
-    Each in its own process so that its peak memory is its own, and returned to the system after.
+    Each in its own process so that its peak memory is its own, and returned to the system after. A summary this
+    checkout's code made (:func:`code_current`) is kept: remaking it gives the same bits (``make check-paper``), so a
+    remake of hours that stopped goes on where it stopped.
 
     Parameters
     ----------
     names, scales, seed, studies
-        As for :func:`planned` (default: remake every committed HPC summary and every HPC proxy at 1 GiB, the paper's
-        six networks at paper scale, the maturity study).
+        As for :func:`planned` (default: every committed HPC summary and every HPC proxy at 1 GiB, the paper's six
+        networks at paper scale, the maturity study).
     folder : str or pathlib.Path, optional
         Where they are written (default each suite's committed folder).
 
-    Returns
-    -------
-    list of pathlib.Path
-        The files written.
+    Yields
+    ------
+    tuple of (pathlib.Path, bool)
+        Each summary's file and whether it was made now (False: kept, made by this code before).
 
     Raises
     ------
@@ -173,13 +176,22 @@ def generate(names: Sequence[str] | None = None, scales: Sequence[str | float] |
     subprocess.CalledProcessError
         A summary's process failed.
     """
-    out = []
     for n, scale, study in planned(names, scales, seed, folder, studies):
         target = path(n, scale, seed, folder, study)
+        if target.is_file() and _current(target):
+            yield target, False
+            continue
         subprocess.run([sys.executable, "-m", "buddylib.studies.remake", n, scale, str(seed), str(target.parent),
                         study], check=True)
-        out.append(target)
-    return out
+        yield target, True
+
+
+def _current(target: Path) -> bool:
+    """Whether the summary in ``target`` reads and was made by this checkout's code."""
+    try:
+        return code_current(load(target))
+    except (ValueError, KeyError):  # damaged, or of a format this code does not read: made again
+        return False
 
 
 def code_current(summary: dict[str, Any]) -> bool:
@@ -288,7 +300,7 @@ def check(names: Sequence[str] | None = None, scales: Sequence[str | float] | No
         for s in kept:
             t0 = time.perf_counter()
             study = s.get("study", "run")
-            fresh = load(generate([s["workload"]], [s["scale"]], seed, tmp, [study])[0])
+            fresh = load(next(generate([s["workload"]], [s["scale"]], seed, tmp, [study]))[0])
             hpc = workloads.get(s["workload"]).suite == "hpc"
             if study != "run":
                 row = compare_study(s, fresh, study_tolerance)
