@@ -51,8 +51,8 @@ _NOT_FOLLOWED = ("__init__.py", "workloads/__init__.py", "workloads/hpc/__init__
 MOVED = {"buddylib.workloads._registry": "buddylib.workloads"}  # ``register``, moved to break an import cycle
 #: Digests and import lists computed before, by a hash of what they were computed from (the files' texts, this
 #: module's own text, Python's version): parsing the package costs each process 2-3 s (every test worker, notebook
-#: kernel and dask worker checks caches against digests); this file makes it once per checkout. Where it cannot be
-#: written (a read-only install) every process computes its own.
+#: kernel and dask worker checks caches against digests); this file makes it once per checkout (the first process
+#: that needs a digest writes it). Where it cannot be written (a read-only install) every process computes its own.
 DISK_CACHE = PACKAGE / "__pycache__" / f"buddy-digests.{sys.implementation.cache_tag}.json"
 _DISK_ENTRIES = 4096  # the oldest dropped beyond this: each edit of the package adds a few
 
@@ -155,6 +155,7 @@ def _remember(key: str, value: Any) -> None:
     known[key] = value
     for old in list(known)[: max(0, len(known) - _DISK_ENTRIES)]:
         del known[old]
+    tmp = None
     try:
         DISK_CACHE.parent.mkdir(exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=DISK_CACHE.parent, prefix=".buddy-digests.")
@@ -163,7 +164,8 @@ def _remember(key: str, value: Any) -> None:
         os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide it from another user of the same checkout
         os.replace(tmp, DISK_CACHE)
     except OSError:
-        pass
+        if tmp is not None and os.path.exists(tmp):  # a full disk: no half-written file left beside the cache
+            os.unlink(tmp)
 
 
 @functools.lru_cache(maxsize=512)

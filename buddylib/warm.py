@@ -295,12 +295,6 @@ def bytecode(part: int | None = None) -> int:
             spec = importlib.util.find_spec(name)
             for folder in (spec.submodule_search_locations or []) if spec else []:
                 compileall.compile_dir(folder, quiet=2)
-    if part == 0:  # the code digests every cached result is checked against, into provenance.DISK_CACHE
-        from buddylib import provenance, workloads
-
-        provenance.code_version(*provenance.ANALYSIS_SOURCES)
-        for name in workloads.names():
-            workloads.get(name).code()
     return len(sys.modules)
 
 
