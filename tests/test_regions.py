@@ -175,6 +175,20 @@ def test_the_committed_granularity_study_is_what_the_code_measures() -> None:
     assert (alloc.sel(rule="budget") == alloc.sel(rule="naive")).all()
 
 
+def test_the_default_study_is_stale_once_a_summary_it_reads_changes(tmp_path, monkeypatch) -> None:
+    """Above quick scale the study reads committed summaries: its key names what it read, so a summary given its
+    region histograms (or remade with other data) makes the committed study not current; the quick study reads none."""
+    monkeypatch.setattr(summaries, "path", lambda n, at, seed=0: tmp_path / f"{n}-{summaries.scale_name(at)}.json")
+    assert granularity.summaries_read("quick") == granularity.summaries_read("default") == ""
+    assert granularity.key("default") == granularity.key("quick")
+    f = tmp_path / "md-4096.json"
+    f.write_text(json.dumps({"digest": "d1", "regions": {"sha256": "r1"}}))  # no accesses: still read for capacity
+    one = granularity.key("default")
+    assert granularity.summaries_read("default") == "md@4096:d1:r1:None" and one != granularity.key("quick")
+    f.write_text(json.dumps({"digest": "d1", "regions": {"sha256": "r2"}, "accesses": {"sha256": "a"}}))
+    assert granularity.key("default") not in (one, granularity.key("quick"))
+
+
 def test_a_saved_run_through_buddy_analyze_times_its_region_targets(capsys) -> None:
     run = fixtures.FOLDER / "squeezenet-quick-s0.nc"
     got = _cli(capsys, run, "--region", "64KiB", "--rule", "traffic")

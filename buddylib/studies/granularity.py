@@ -10,6 +10,7 @@ and compares.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -25,13 +26,13 @@ from buddylib.studies.granularity_measure import (
     SUMMARY_SCALES,
     TARGET_SETS,
     THRESHOLDS,
-    key,
     measure,
 )
+from buddylib.studies.granularity_measure import key as code_key
 
 __all__ = ["COMMITTED", "COMPRESSOR", "DL_NETWORKS", "SUMMARY_SCALES", "TARGET_SETS", "THRESHOLDS", "TOLERANCE",
            "check_committed", "committed_path", "frontier", "headline", "key", "largest_size", "measure",
-           "smallest_keeping", "study", "table", "write_committed"]
+           "smallest_keeping", "study", "summaries_read", "table", "write_committed"]
 
 #: Where the committed studies lie (one netCDF file per scale).
 COMMITTED = fixtures.DATA / "summaries" / "granularity"
@@ -65,6 +66,44 @@ def committed_path(scale: str = "quick", seed: int = 0) -> Path:
     return COMMITTED / f"granularity-{scale}-s{seed}.nc"
 
 
+def key(scale: str = "quick", seed: int = 0) -> str:
+    """Digest of what the committed study at ``scale`` depends on: the code
+    (:func:`~buddylib.studies.granularity_measure.key`) and, above quick scale, the committed summaries it reads
+    (:func:`summaries_read`), so that a summary remade with other data, or given its region histograms, stales it.
+
+    Parameters
+    ----------
+    scale : str
+        The study's scale.
+    seed : int
+        Its seed.
+
+    Returns
+    -------
+    str
+        The code's digest, then ``+`` and 12 hex digits of the summaries' where it reads some.
+    """
+    read = summaries_read(scale, seed)
+    return code_key() + (f"+{hashlib.sha256(read.encode()).hexdigest()[:12]}" if read else "")
+
+
+def summaries_read(scale: str, seed: int = 0) -> str:
+    """What the study at ``scale`` reads of the committed summaries (none at quick scale): per workload and summary
+    scale with region histograms, its bytes' digest and those of its region histograms and accesses, a line each
+    (from the summaries' JSON, as recorded: the files beside them are checked where the study reads them)."""
+    from buddylib import workloads
+    from buddylib.studies import summaries
+
+    lines = []
+    for suite, names in (("hpc", workloads.names("hpc")), ("dl", DL_NETWORKS)):
+        for n, at in ((n, at) for n in names for at in (SUMMARY_SCALES[suite] if scale != "quick" else ())):
+            f = summaries.path(n, at, seed)
+            s = json.loads(f.read_text()) if f.is_file() else {}
+            if "regions" in s:
+                lines.append(f"{n}@{at}:{s['digest']}:{s['regions']['sha256']}:{s.get('accesses', {}).get('sha256')}")
+    return "\n".join(lines)
+
+
 def study(scale: str = "quick", seed: int = 0) -> xr.Dataset:
     """The committed study of ``scale``, else measured here (minutes at default scale).
 
@@ -84,8 +123,8 @@ def study(scale: str = "quick", seed: int = 0) -> xr.Dataset:
     path = committed_path(scale, seed)
     if path.is_file():
         ds = cache.load_cached(path)
-        return ds.assign_attrs(source="committed", code_current=int(ds.attrs.get("code") == key()))
-    return measure(scale, seed).assign_attrs(source="measured", code=key(), code_current=1)
+        return ds.assign_attrs(source="committed", code_current=int(ds.attrs.get("code") == key(scale, seed)))
+    return measure(scale, seed).assign_attrs(source="measured", code=key(scale, seed), code_current=1)
 
 
 def write_committed(scale: str = "quick", seed: int = 0, progress: bool = True) -> Path:
@@ -110,7 +149,7 @@ def write_committed(scale: str = "quick", seed: int = 0, progress: bool = True) 
 
     t0 = time.perf_counter()
     ds = measure(scale, seed, progress=progress)
-    ds.attrs.update(code=key(), seconds=round(time.perf_counter() - t0, 1),
+    ds.attrs.update(code=key(scale, seed), seconds=round(time.perf_counter() - t0, 1),
                     date=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                     machine=json.dumps(fixtures.machine()))
     path = committed_path(scale, seed)

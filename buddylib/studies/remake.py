@@ -256,7 +256,9 @@ def _llm_provenance() -> list[dict[str, Any]]:
         for f in sorted(module.COMMITTED.glob(f"{stem}-*-s*.nc")):
             a = cache.load_cached(f).attrs
             rows.append({"summary": f"{label}, {a['scale']} scale", "used by": used,
-                         "code": a["code"], "code current": a["code"] == module.key(), "made": a["date"][:10],
+                         "code": a["code"], "made": a["date"][:10],
+                         "code current": a["code"] == (module.key(a["scale"], int(a.get("seed", 0)))
+                                                       if module is granularity else module.key()),
                          "machine": json.loads(a["machine"])["cpu"], "run s": float(a["seconds"])})
     return rows
 
