@@ -3,7 +3,7 @@ at what cost (:mod:`buddylib.regions` defines the granularities and the rules;
 :func:`~buddylib.studies.granularity_measure.measure` computes).
 
 The study is committed per scale (:data:`COMMITTED`): the quick one, from the committed fixtures, for nbval; the
-default one, from default-scale runs and the committed 1 GiB and paper-scale summaries, for make reproduce, which
+default one, from default-scale runs and the committed 1 GiB, 4 GiB and paper-scale summaries, for make reproduce, which
 reads it instead of spending minutes on it. :func:`check_committed` (``buddy granularity --check``) remakes one
 and compares.
 """
