@@ -7,6 +7,7 @@ Reading and writing a summary is :mod:`buddylib.studies.summaries`'s job, below 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import tempfile
@@ -34,6 +35,7 @@ from buddylib.studies.summaries import (
     USED_BY,
     _to_dict,
     committed,
+    committed_files,
     compare,
     compare_close,
     compare_study,
@@ -227,7 +229,8 @@ def provenance(folder: str | Path | None = None) -> pd.DataFrame:
         checkout's code, the date and machine, and the seconds the run took; empty where there is none.
     """
     rows = []
-    for s in committed(folder=folder):
+    for f in committed_files(folder):  # their metadata alone: loading each would read and check its histograms
+        s = json.loads(f.read_text())
         study = s.get("study", "run")
         suite = workloads.get(s["workload"]).suite
         size = {"large": "1 GiB", "4096": "4 GiB"}.get(s["scale"], f"{s['scale']} scale")
@@ -245,8 +248,6 @@ def provenance(folder: str | Path | None = None) -> pd.DataFrame:
 def _llm_provenance() -> list[dict[str, Any]]:
     """The rows of notebooks 10's and 11's committed studies (:mod:`buddylib.studies.llm`,
     :mod:`buddylib.studies.granularity`: one netCDF file per scale)."""
-    import json
-
     from buddylib.studies import cache, granularity, llm
 
     rows = []

@@ -1052,6 +1052,26 @@ def max_rel_change(a: xr.DataArray, b: xr.DataArray) -> float:
     return float(rel.max(skipna=True).fillna(0))
 
 
+def committed_files(folder: str | Path | None = None, seed: int = SEED) -> list[Path]:
+    """The summaries' JSON files in ``folder`` (default the committed ones of every suite), in file-name order: what
+    :func:`committed` loads, for a reader of their metadata alone (loading reads and checks every histogram beside
+    them: seconds for the 4 GiB ones).
+
+    Parameters
+    ----------
+    folder : str or pathlib.Path, optional
+        Default the committed ones of every suite.
+    seed : int
+        The seed.
+
+    Returns
+    -------
+    list of pathlib.Path
+    """
+    folders = [Path(folder)] if folder is not None else [FOLDER, DL_FOLDER]
+    return sorted({f for fo in folders for end in STUDIES.values() for f in fo.glob(f"*-s{seed}{end}")})
+
+
 def committed(names: Sequence[str] | None = None, scales: Sequence[str | float] | None = None, seed: int = SEED,
               folder: str | Path | None = None, studies: Sequence[str] = tuple(STUDIES)) -> list[dict[str, Any]]:
     """The summaries in ``folder``, or those of ``names`` / ``scales`` / ``studies``.
@@ -1079,10 +1099,8 @@ def committed(names: Sequence[str] | None = None, scales: Sequence[str | float] 
     ValueError
         A file that is not a summary (:func:`load`).
     """
-    folders = [Path(folder)] if folder is not None else [FOLDER, DL_FOLDER]
-    files = sorted({f for fo in folders for end in STUDIES.values() for f in fo.glob(f"*-s{seed}{end}")})
     out = []
-    for f in files:
+    for f in committed_files(folder, seed):
         s = load(f)
         if (names is None or s["workload"] in names) and s.get("study", "run") in studies and \
                 (scales is None or s["scale"] in {scale_name(x) for x in scales}):
