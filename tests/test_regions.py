@@ -3,10 +3,13 @@ promises on random histograms, the committed summaries' per-region histograms, t
 
 from __future__ import annotations
 
+import base64
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
+import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -148,6 +151,38 @@ def test_summary_regions_round_trip_and_analyse_as_the_run(tmp_path, monkeypatch
     summary.pop("regions")
     with pytest.raises(ValueError, match="keeps no histograms per region"):
         summaries.analyze(summary, ["bpc32"], region="64KiB")
+
+
+@pytest.mark.parametrize("region_bytes", [0, 100, 12288, 2048, "allocation", "4KiB", None, True])
+def test_a_summary_whose_region_size_is_not_one_is_refused(tmp_path: Path, region_bytes: object) -> None:
+    """A kept region size that is not a power of two of at least 4 KiB bytes (a number) is named with the file,
+    never divided by (a ZeroDivisionError) nor read as another size."""
+    src = min(summaries.FOLDER.glob("*.json"), key=lambda f: f.stat().st_size)
+    s = summaries.load(src)
+    s["regions"]["region_bytes"] = region_bytes
+    bad = summaries.write(s, tmp_path)
+    with pytest.raises(ValueError, match=rf"{bad.name}: .*region_bytes {region_bytes!r}, not a power of two"):
+        summaries.load(bad)
+
+
+@pytest.mark.parametrize("damage", ["more entries than a region holds", "short", "long"])
+def test_a_summary_whose_region_histograms_do_not_fit_its_allocations_is_refused(tmp_path: Path,
+                                                                                 damage: str) -> None:
+    src = min(summaries.FOLDER.glob("*.json"), key=lambda f: f.stat().st_size)
+    s = summaries.load(src)
+    raw = bytearray(zstandard.ZstdDecompressor().decompress(base64.b64decode(s["regions"]["data"])))
+    if damage == "short":
+        raw = raw[:-4]
+    elif damage == "long":
+        raw += bytes(4)
+    else:
+        raw[0] = 255  # the first region's entries taking no sector, as many as no 4 KiB region holds (32 entries)
+    s["regions"]["data"] = base64.b64encode(zstandard.ZstdCompressor().compress(bytes(raw))).decode()
+    bad = summaries.write(s, tmp_path)
+    match = {"short": "end before step", "long": "4 bytes more than its allocations need",
+             "more entries than a region holds": "counts more entries than it holds"}[damage]
+    with pytest.raises(ValueError, match=rf"{bad.name}: .*{match}"):
+        summaries.load(bad)
 
 
 def test_timing_with_one_target_per_region_is_the_allocation_timing() -> None:

@@ -41,7 +41,8 @@ SUMMARY_SCALES = {"hpc": ("large", 4096), "dl": ("paper",)}
 SOURCES = ("studies/granularity_measure.py", *ANALYSIS_ONLY)
 #: What the study reads of ``studies/summaries.py``: its readers, digested alone (the rest of that module makes,
 #: writes and checks summaries, and decides no number here).
-SUMMARY_READERS = ("load", "_read_beside", "histograms", "region_counts", "replay")
+SUMMARY_READERS = ("load", "_read_beside", "_check_regions", "histograms", "region_counts", "_kept_bytes",
+                   "_region_parts", "replay")
 
 
 def key() -> str:

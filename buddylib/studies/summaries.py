@@ -43,7 +43,7 @@ import hashlib
 import json
 import os
 import resource
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -436,40 +436,74 @@ def region_counts(summary: dict[str, Any], region: int | str) -> dict[str, np.nd
         or do not match the allocations.
     """
     size = regions.region_bytes(region)
-    where = f"{summary['workload']} at {summary['scale']}"
     block = summary.get("regions")
     if size is None or block is None:
-        raise ValueError(f"{where}: the summary keeps no histograms per region; remake it (buddy summaries)")
-    base = int(block["region_bytes"])
+        raise ValueError(f"{_where(summary)}: the summary keeps no histograms per region; remake it (buddy summaries)")
+    base = _kept_bytes(summary)
     if size % base:
-        raise ValueError(f"{where}: region {regions.label(size)} is not a multiple of the {base}-byte regions kept")
+        raise ValueError(f"{_where(summary)}: region {regions.label(size)} is not a multiple of the {base}-byte "
+                         "regions kept")
+    factor = size // base
+    names = list(dict.fromkeys(a["name"] for s in summary["snapshots"] for a in s["allocations"]))
+    size_of = {n: max(-(-a["nbytes"] // size) for s in summary["snapshots"] for a in s["allocations"]
+                      if a["name"] == n) for n in names}
+    out = {n: np.zeros((len(summary["snapshots"]), size_of[n], 1, 5), np.int64) for n in names}
+    for si, a, h, full in _region_parts(summary):
+        if factor > 1:  # the coarser regions add the kept ones: summed as stored, before widening to [region, 5]
+            starts = np.arange(0, h.shape[1], factor)
+            h, full = np.add.reduceat(h, starts, axis=1, dtype=np.int64), np.add.reduceat(full, starts)
+        rows = out[a["name"]][si, :h.shape[1], 0]
+        rows[:, :4] = h.T
+        rows[:, 4] = full - rows[:, :4].sum(1)
+    return out
+
+
+def _where(summary: dict[str, Any]) -> str:
+    return f"{summary['workload']} at {summary['scale']}"
+
+
+def _kept_bytes(summary: dict[str, Any]) -> int:
+    """The size of the regions a summary keeps, checked: what the kept histograms are divided by."""
+    kept = summary["regions"]["region_bytes"]
+    try:
+        size = regions.region_bytes(kept) if isinstance(kept, int) else None
+    except ValueError:
+        size = None
+    if size is None:
+        raise ValueError(f"{_where(summary)}: its regions block gives region_bytes {kept!r}, not a power of two of "
+                         f"bytes of at least {regions.MIN_REGION_BYTES}")
+    return size
+
+
+def _region_parts(summary: dict[str, Any]) -> Iterator[tuple[int, dict[str, Any], np.ndarray, np.ndarray]]:
+    """The kept region histograms as stored, checked, per snapshot and allocation: its snapshot's index, the
+    allocation's record, ``uint8 [4, region]`` (the entries taking 0..3 sectors; the rest take 4) and the entries each
+    region holds. A view of the decoded bytes: :func:`load` checks and :func:`region_counts` adds them without
+    widening a [snapshot, region, 5] array per allocation at the kept size (a 4 GiB summary keeps a million 4 KiB
+    regions per snapshot)."""
+    block = summary["regions"]
     try:
         raw = np.frombuffer(zstandard.ZstdDecompressor().decompress(base64.b64decode(block["data"])), np.uint8)
     except (ValueError, zstandard.ZstdError) as e:
-        raise ValueError(f"{where}: its region histograms do not decode ({e})") from None
-    per = base // ENTRY_BYTES
-    names = list(dict.fromkeys(a["name"] for s in summary["snapshots"] for a in s["allocations"]))
-    size_of = {n: max(-(-a["nbytes"] // base) for s in summary["snapshots"] for a in s["allocations"]
-                      if a["name"] == n) for n in names}
-    out = {n: np.zeros((len(summary["snapshots"]), size_of[n], 1, 5), np.int64) for n in names}
-    at = 0
+        raise ValueError(f"{_where(summary)}: its region histograms do not decode ({e})") from None
+    per, at = _kept_bytes(summary) // ENTRY_BYTES, 0
     for si, s in enumerate(summary["snapshots"]):
         for a in s["allocations"]:
             entries = -(-a["nbytes"] // ENTRY_BYTES)
             n = -(-entries // per)
             if at + 4 * n > raw.size:
-                raise ValueError(f"{where}: its region histograms end before step {s['step']}, {a['name']!r}")
-            h = raw[at:at + 4 * n].reshape(4, n).T.astype(np.int64)
+                raise ValueError(f"{_where(summary)}: its region histograms end before step {s['step']}, "
+                                 f"{a['name']!r}")
+            h = raw[at:at + 4 * n].reshape(4, n)
             at += 4 * n
             full = np.minimum(per, entries - per * np.arange(n))
-            rest = full - h.sum(1)
-            if (rest < 0).any():
-                raise ValueError(f"{where}: step {s['step']}, {a['name']!r}: a region counts more entries than it "
-                                 "holds")
-            out[a["name"]][si, :n, 0] = np.column_stack([h, rest])
+            if (h.sum(0, dtype=np.int64) > full).any():
+                raise ValueError(f"{_where(summary)}: step {s['step']}, {a['name']!r}: a region counts more entries "
+                                 "than it holds")
+            yield si, a, h, full
     if at != raw.size:
-        raise ValueError(f"{where}: its region histograms hold {raw.size - at} bytes more than its allocations need")
-    return {n: regions.coarsen(h, size // base) for n, h in out.items()}
+        raise ValueError(f"{_where(summary)}: its region histograms hold {raw.size - at} bytes more than its "
+                         "allocations need")
 
 
 def make(name: str, scale: str | float, seed: int = SEED) -> dict[str, Any]:
@@ -654,17 +688,11 @@ def load(file: str | Path) -> dict[str, Any]:
     if "regions" in s:
         try:
             s["regions"]["data"] = _read_beside(file, s["regions"])
-            by_region = region_counts(s, s["regions"]["region_bytes"])
+            _check_regions(s)
         except (KeyError, TypeError) as e:
             raise ValueError(f"{file}: its regions block lacks {e}") from None
         except ValueError as e:
             raise ValueError(f"{file}: {e}") from None
-        kept = s["regions"]["compressor"]
-        for si, snap in enumerate(s["snapshots"]):
-            for a in snap["allocations"]:
-                if by_region[a["name"]][si, :, 0].sum(0).tolist() != a["sectors"].get(kept):
-                    raise ValueError(f"{file}: step {snap['step']}, allocation {a['name']!r}: its regions' "
-                                     f"histograms do not add up to its {kept} histogram")
     if "accesses" in s:
         try:
             s["accesses"]["data"] = _read_beside(file, s["accesses"], "accesses")
@@ -673,6 +701,17 @@ def load(file: str | Path) -> dict[str, Any]:
         except ValueError as e:
             raise ValueError(f"{file}: {e}") from None
     return s
+
+
+def _check_regions(summary: dict[str, Any]) -> None:
+    """Each allocation's kept region histograms add up to its histogram of their compressor."""
+    kept = summary["regions"]["compressor"]
+    snaps = summary["snapshots"]
+    for si, a, h, full in _region_parts(summary):
+        sums = h.sum(1, dtype=np.int64).tolist()
+        if [*sums, int(full.sum()) - sum(sums)] != a["sectors"].get(kept):
+            raise ValueError(f"step {snaps[si]['step']}, allocation {a['name']!r}: its regions' histograms do not "
+                             f"add up to its {kept} histogram")
 
 
 def _read_beside(file: Path, block: dict[str, Any], what: str = "per-region histograms") -> str:
