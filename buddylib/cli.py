@@ -739,7 +739,8 @@ def _granularity(args: argparse.Namespace) -> int:
 
     from buddylib.studies import granularity
 
-    done = _write_or_check(granularity, args)
+    done = _write_or_check(granularity, args, "; exact where the rows are the same bytes on both machines, only "
+                           "footprint and ideal ratio compared in rows of other kernels' bytes")
     if done is not None:
         return done
     ds = granularity.study(args.scale, args.seed)

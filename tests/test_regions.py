@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
+import xarray as xr
 import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -161,7 +164,8 @@ def test_a_summary_whose_region_size_is_not_one_is_refused(tmp_path: Path, regio
     s = summaries.load(src)
     s["regions"]["region_bytes"] = region_bytes
     bad = summaries.write(s, tmp_path)
-    with pytest.raises(ValueError, match=rf"{bad.name}: .*region_bytes {region_bytes!r}, not a power of two"):
+    said = re.escape(f"region_bytes {region_bytes!r}, not a power of two")
+    with pytest.raises(ValueError, match=rf"{re.escape(bad.name)}: .*{said}"):
         summaries.load(bad)
 
 
@@ -181,7 +185,7 @@ def test_a_summary_whose_region_histograms_do_not_fit_its_allocations_is_refused
     bad = summaries.write(s, tmp_path)
     match = {"short": "end before step", "long": "4 bytes more than its allocations need",
              "more entries than a region holds": "counts more entries than it holds"}[damage]
-    with pytest.raises(ValueError, match=rf"{bad.name}: .*{match}"):
+    with pytest.raises(ValueError, match=rf"{re.escape(bad.name)}: .*{re.escape(match)}"):
         summaries.load(bad)
 
 
@@ -203,11 +207,36 @@ def test_the_committed_granularity_study_is_what_the_code_measures() -> None:
     fresh = granularity.measure("quick", names=["ostencil", "squeezenet"])
     report = granularity.check_committed("quick", fresh=fresh)
     assert report.ok.all(), report
+    assert set(report.compared) == {"exact"}  # the fixtures' runs: the same bytes on every machine
     ds = granularity.study("quick")
     assert ds.attrs["code_current"] == 1
     # one target per allocation is the paper's layout: the rules do not differ there
     alloc = ds.effective_ratio.sel(region="allocation")
     assert (alloc.sel(rule="budget") == alloc.sel(rule="naive")).all()
+
+
+def test_the_granularity_check_compares_other_kernels_rows_as_the_fixtures_do() -> None:
+    """Rows made from the same bytes everywhere compare exactly; rows of runs made with PyTorch (the LLM kinds) on other
+    kernels than the study's compare by footprint and ideal ratio only, the rest reported; on the same kernels, all."""
+    kept = granularity.study("quick")
+    other = json.dumps({**json.loads(kept.attrs["machine"]), "torch_cpu_capability": "another"})
+    llm, hpc = kept.suite == "llm", kept.suite == "hpc"
+
+    def check(v: str, rows: xr.DataArray, factor: float, machine: str) -> pd.DataFrame:
+        moved = kept.copy(deep=True)
+        moved[v] = kept[v].where(~rows, kept[v] * factor)
+        return granularity.check_committed("quick", fresh=moved.assign_attrs(machine=machine))
+
+    report = check("overflow", llm, 1.75, other)
+    assert report.ok.all() and report.loc[("overflow", "bytes of the CPU's kernels"), "compared"] == "reported only"
+    assert report.loc[("overflow", "bytes of the CPU's kernels"), "max_rel_change"] == pytest.approx(0.75)
+    assert not check("overflow", llm, 1.75, kept.attrs["machine"]).ok.all()  # the same kernels: exact
+    assert check("ideal_ratio", llm, 1.05, other).ok.all()
+    for v, factor in (("ideal_ratio", 1.2), ("footprint", 1 + 1e-9)):
+        assert not check(v, llm, factor, other).loc[(v, "bytes of the CPU's kernels"), "ok"]
+    report = check("effective_ratio", hpc, 1 + 1e-12, other)
+    assert not report.loc[("effective_ratio", "same bytes everywhere"), "ok"]
+    assert report.drop(("effective_ratio", "same bytes everywhere")).ok.all()
 
 
 def test_the_default_study_is_stale_once_a_summary_it_reads_changes(tmp_path, monkeypatch) -> None:

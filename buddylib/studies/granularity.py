@@ -19,6 +19,7 @@ import pandas as pd
 import xarray as xr
 
 from buddylib import regions
+from buddylib.provenance import machine
 from buddylib.studies import cache, fixtures
 from buddylib.studies.granularity_measure import (
     COMPRESSOR,
@@ -30,15 +31,23 @@ from buddylib.studies.granularity_measure import (
 )
 from buddylib.studies.granularity_measure import key as code_key
 
-__all__ = ["COMMITTED", "COMPRESSOR", "DL_NETWORKS", "SUMMARY_SCALES", "TARGET_SETS", "THRESHOLDS", "TOLERANCE",
-           "check_committed", "committed_path", "frontier", "headline", "key", "largest_size", "measure",
-           "smallest_keeping", "study", "summaries_read", "table", "write_committed"]
+__all__ = ["ACROSS_KERNELS", "COMMITTED", "COMPRESSOR", "DL_NETWORKS", "SUMMARY_SCALES", "TARGET_SETS", "THRESHOLDS",
+           "TOLERANCE", "check_committed", "committed_path", "frontier", "headline", "key", "largest_size", "measure",
+           "same_bytes", "smallest_keeping", "study", "summaries_read", "table", "write_committed"]
 
 #: Where the committed studies lie (one netCDF file per scale).
 COMMITTED = fixtures.DATA / "summaries" / "granularity"
 #: The largest relative change :func:`check_committed` accepts: the fixtures' (the default study's DL runs are
 #: torch's float bytes, which move between CPUs; the rest is the same bytes everywhere and compares closer).
 TOLERANCE = fixtures.TOLERANCE
+#: What :func:`check_committed` compares in rows made from bytes that move with the CPU's kernels (:func:`same_bytes`)
+#: where the study was made with other kernels than here: what the fixtures' check compares of a network's run
+#: (:func:`buddylib.studies.fixtures.check`), the footprint exactly and the ideal ratio within :data:`TOLERANCE`. The
+#: rest of such a row follows from which entries' sizes fall just above or below a target, and moves further: the
+#: committed studies (AMD EPYC, PyTorch's AVX2 kernels) against those made before on an Intel Xeon (AVX-512) differ in
+#: the default study's DL rows by up to 6.0% in the ideal ratio but 5.1x in the overflow (buddy and tiered bytes from
+#: none to megabytes), in the quick study's LLM rows by 0.03% and 1.75x. Those are reported, not failed.
+ACROSS_KERNELS = {"footprint": 0.0, "ideal_ratio": TOLERANCE}
 #: What "keeps the ideal" means in :func:`smallest_keeping`: the issue's question, 90% of the gain within +2%.
 KEEP, SLOWER = 0.9, 0.02
 
@@ -161,6 +170,10 @@ def write_committed(scale: str = "quick", seed: int = 0, progress: bool = True) 
 def check_committed(scale: str = "quick", seed: int = 0, fresh: xr.Dataset | None = None) -> pd.DataFrame:
     """Remake the committed study (or take ``fresh``) and compare.
 
+    Rows made from the same bytes on the study's machine and here compare exactly (:func:`same_bytes`); rows made
+    from bytes that depend on the CPU's kernels compare as the fixtures do (:data:`ACROSS_KERNELS`), where the study
+    was made with other kernels than here, and exactly where with the same.
+
     Parameters
     ----------
     scale : str
@@ -168,13 +181,15 @@ def check_committed(scale: str = "quick", seed: int = 0, fresh: xr.Dataset | Non
     seed : int
         Its seed.
     fresh : xarray.Dataset, optional
-        A study made already, which may hold some workloads only.
+        A study made already, which may hold some workloads only; its ``machine`` attribute (as
+        :func:`write_committed` records it) says where, else here.
 
     Returns
     -------
     pandas.DataFrame
-        Per variable the largest relative change and ``ok`` (within :data:`TOLERANCE`; NaN where both are NaN
-        counts as equal).
+        Per variable and kind of rows (``rows``: "same bytes everywhere" or "bytes of the CPU's kernels"): the largest
+        relative change (NaN where both are NaN counts as equal), how it is ``compared`` ("exact", "within 10%" or
+        "reported only") and ``ok``.
 
     Raises
     ------
@@ -185,20 +200,59 @@ def check_committed(scale: str = "quick", seed: int = 0, fresh: xr.Dataset | Non
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no committed study; `buddy granularity --write --scale {scale}` makes it")
     kept = cache.load_cached(path)
+    here = json.loads(fresh.attrs["machine"]) if fresh is not None and "machine" in fresh.attrs else machine()
     fresh = measure(scale, seed) if fresh is None else fresh
     kept = kept.sel(workload=fresh.workload.values)
+    exact = same_bytes(kept, scale, json.loads(kept.attrs.get("machine", "{}")), here)
     rows = []
     for v in kept.data_vars:
         a, b = kept[v], fresh[v]
         if a.dims != b.dims or a.shape != b.shape:
-            rows.append({"variable": v, "max_rel_change": np.inf, "ok": False})
+            rows.append({"variable": v, "rows": "all", "max_rel_change": np.inf, "compared": "shape", "ok": False})
             continue
         x, y = np.asarray(a, float), np.asarray(b, float)
         same = (np.isnan(x) & np.isnan(y)) | (x == y)
-        rel = np.where(same, 0.0, np.abs(y - x) / np.where(x == 0, 1.0, np.abs(x)))
-        worst = float(np.nan_to_num(rel, nan=np.inf).max(initial=0.0))
-        rows.append({"variable": v, "max_rel_change": worst, "ok": worst <= TOLERANCE})
-    return pd.DataFrame(rows).set_index("variable")
+        rel = a.copy(data=np.nan_to_num(np.where(same, 0.0, np.abs(y - x) / np.where(x == 0, 1.0, np.abs(x))),
+                                        nan=np.inf))
+        for label, mask, limit in (("same bytes everywhere", exact, 0.0),
+                                   ("bytes of the CPU's kernels", ~exact, ACROSS_KERNELS.get(v))):
+            if not bool(mask.any()):
+                continue
+            worst = float(rel.where(mask).max(skipna=True))
+            compared = "reported only" if limit is None else "exact" if limit == 0 else f"within {limit:.0%}"
+            rows.append({"variable": v, "rows": label, "max_rel_change": worst, "compared": compared,
+                         "ok": limit is None or worst <= limit})
+    return pd.DataFrame(rows).set_index(["variable", "rows"])
+
+
+def same_bytes(ds: xr.Dataset, scale: str, made: dict, here: dict) -> xr.DataArray:
+    """Which rows of the study at ``scale`` are made from the same bytes on a machine described as ``made`` and on one
+    described as ``here`` (:func:`buddylib.provenance.machine`).
+
+    The committed summaries' sizes, and at quick scale the committed fixtures' runs, are the same bytes everywhere;
+    the HPC proxies' runs are on two CPUs with FMA and AVX2 and the same C library (their libm); every run is on two
+    machines with the same kernels (all but the CPU's name alike). The LLM kinds' and the networks' runs made here
+    are PyTorch's float bytes, which move with its kernels.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The study (its ``size`` and ``suite`` coordinates).
+    scale : str
+        Its run scale.
+    made, here : dict
+        The two machines.
+
+    Returns
+    -------
+    xarray.DataArray
+        Boolean, per workload and size.
+    """
+    at_run = ds["size"] == str(scale)
+    kernels = {k: v for k, v in made.items() if k != "cpu"} == {k: v for k, v in here.items() if k != "cpu"}
+    libm = bool(made.get("fma_avx2")) and bool(here.get("fma_avx2")) and made.get("libc") == here.get("libc")
+    from_fixtures = (ds.suite != "llm") & (str(scale) == "quick")
+    return (~at_run | from_fixtures | ((ds.suite == "hpc") & libm) | kernels).transpose("workload", "size")
 
 
 def table(ds: xr.Dataset, size: str, suite: str, threshold: float = 0.3) -> pd.DataFrame:
