@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from buddylib import layout, regions, snapshot
 from buddylib.analysis import analyze, region_histograms
 from buddylib.cli import main
-from buddylib.studies import fixtures, granularity, summaries
+from buddylib.studies import cache, fixtures, granularity, summaries
 from buddylib.timing import model
 
 MiB = 1 << 20
@@ -218,25 +218,26 @@ def test_the_committed_granularity_study_is_what_the_code_measures() -> None:
 def test_the_granularity_check_compares_other_kernels_rows_as_the_fixtures_do() -> None:
     """Rows made from the same bytes everywhere compare exactly; rows of runs made with PyTorch (the LLM kinds) on other
     kernels than the study's compare by footprint and ideal ratio only, the rest reported; on the same kernels, all."""
-    kept = granularity.study("quick")
+    kept = cache.load_cached(granularity.committed_path("quick"))
     other = json.dumps({**json.loads(kept.attrs["machine"]), "torch_cpu_capability": "another"})
     llm, hpc = kept.suite == "llm", kept.suite == "hpc"
 
-    def check(v: str, rows: xr.DataArray, factor: float, machine: str) -> pd.DataFrame:
+    def check(machine: str, **moves: tuple[xr.DataArray, float]) -> pd.DataFrame:
         moved = kept.copy(deep=True)
-        moved[v] = kept[v].where(~rows, kept[v] * factor)
-        return granularity.check_committed("quick", fresh=moved.assign_attrs(machine=machine))
+        for v, (rows, factor) in moves.items():
+            moved[v] = kept[v].where(~rows, kept[v] * factor)
+        return granularity.check_committed("quick", fresh=moved.assign_attrs(machine=machine)).droplevel("rows")
 
-    report = check("overflow", llm, 1.75, other)
-    assert report.ok.all() and report.loc[("overflow", "bytes of the CPU's kernels"), "compared"] == "reported only"
-    assert report.loc[("overflow", "bytes of the CPU's kernels"), "max_rel_change"] == pytest.approx(0.75)
-    assert not check("overflow", llm, 1.75, kept.attrs["machine"]).ok.all()  # the same kernels: exact
-    assert check("ideal_ratio", llm, 1.05, other).ok.all()
-    for v, factor in (("ideal_ratio", 1.2), ("footprint", 1 + 1e-9)):
-        assert not check(v, llm, factor, other).loc[(v, "bytes of the CPU's kernels"), "ok"]
-    report = check("effective_ratio", hpc, 1 + 1e-12, other)
-    assert not report.loc[("effective_ratio", "same bytes everywhere"), "ok"]
-    assert report.drop(("effective_ratio", "same bytes everywhere")).ok.all()
+    within = {"overflow": (llm, 1.75), "ideal_ratio": (llm, 1.05)}
+    report = check(other, **within)
+    assert report.ok.all() and report.loc["overflow", "compared"].tolist() == ["exact", "reported only"]
+    assert report.loc["overflow", "max_rel_change"].tolist() == [0.0, pytest.approx(0.75)]
+    assert report.loc["ideal_ratio", "compared"].tolist() == ["exact", "within 10%"]
+    assert not check(kept.attrs["machine"], **within).loc["overflow", "ok"].all()  # the same kernels: exact
+    report = check(other, ideal_ratio=(llm, 1.2), footprint=(llm, 1 + 1e-9), effective_ratio=(hpc, 1 + 1e-12))
+    assert report.ok.tolist().count(False) == 3
+    assert report.loc["ideal_ratio", "ok"].tolist() == report.loc["footprint", "ok"].tolist() == [True, False]
+    assert report.loc["effective_ratio", "ok"].tolist() == [False, True]
 
 
 def test_the_default_study_is_stale_once_a_summary_it_reads_changes(tmp_path, monkeypatch) -> None:
