@@ -237,6 +237,32 @@ def record_digests(names: Sequence[str] | None = None, path: str | Path = DIGEST
     return path
 
 
+def relative_change(kept: object, fresh: object) -> np.ndarray:
+    """Each number's change from a committed study to the same study made again, as its checks compare them.
+
+    Parameters
+    ----------
+    kept, fresh : array_like
+        The committed numbers and the new ones, of one shape.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``|fresh - kept| / |kept|`` (``|fresh - kept|`` where ``kept`` is 0); 0 where the two are equal or both NaN,
+        infinite where only one is NaN.
+
+    Examples
+    --------
+    >>> relative_change([2.0, 0.0, np.nan, np.nan], [3.0, 0.5, np.nan, 1.0]).tolist()
+    [0.5, 0.5, 0.0, inf]
+    """
+    x, y = np.asarray(kept, float), np.asarray(fresh, float)
+    same = (np.isnan(x) & np.isnan(y)) | (x == y)
+    with np.errstate(invalid="ignore"):
+        rel = np.where(same, 0.0, np.abs(y - x) / np.where(x == 0, 1.0, np.abs(x)))
+    return np.nan_to_num(rel, nan=np.inf, posinf=np.inf)
+
+
 def _max_rel(a: xr.DataArray, b: xr.DataArray) -> float:
     rel = np.abs(b / a - 1).where(np.isfinite(a) & (a > 0))
     return float(rel.max(skipna=True).fillna(0))

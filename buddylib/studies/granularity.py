@@ -210,10 +210,7 @@ def check_committed(scale: str = "quick", seed: int = 0, fresh: xr.Dataset | Non
         if a.dims != b.dims or a.shape != b.shape:
             rows.append({"variable": v, "rows": "all", "max_rel_change": np.inf, "compared": "shape", "ok": False})
             continue
-        x, y = np.asarray(a, float), np.asarray(b, float)
-        same = (np.isnan(x) & np.isnan(y)) | (x == y)
-        rel = a.copy(data=np.nan_to_num(np.where(same, 0.0, np.abs(y - x) / np.where(x == 0, 1.0, np.abs(x))),
-                                        nan=np.inf))
+        rel = a.copy(data=fixtures.relative_change(a, b))
         for label, mask, limit in (("same bytes everywhere", exact, 0.0),
                                    ("bytes of the CPU's kernels", ~exact, ACROSS_KERNELS.get(v))):
             if not bool(mask.any()):
